@@ -1,0 +1,85 @@
+# mwrap-attach — see README.  `make help` lists the targets.
+CC ?= gcc
+CFLAGS ?= -O2 -g
+WARN = -Wall -Wextra -Werror
+PREFIX ?= /usr/local
+DESTDIR ?=
+PYTEST = /usr/bin/python3 -m pytest
+
+LIB_SRCS = preload/fmt.c preload/options.c preload/real.c preload/ruby.c \
+	preload/sites.c preload/live.c preload/track.c preload/hooks.c \
+	preload/dump.c preload/mwrap.c
+LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
+LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
+	-fno-builtin -D_LGPL_SOURCE -MMD
+# liburcu is linked dynamically (Debian's static archive uses local-exec
+# TLS, which a shared object cannot hold) with RPATH=$ORIGIN: copied next
+# to libmwrap.so, liburcu travels with it into a target (a container)
+# that has none.  Our own code never calls malloc; liburcu's calls reach
+# the hooks only in preload mode, where the recursion guard passes them
+# straight through on the same thread.
+URCU_LIBS = -lurcu-cds -lurcu-bp
+
+TEST_TARGETS = build/targets/hello
+
+.PHONY: all build deps test test-c test-py demo clean install help check-hooks
+
+all: deps
+	@$(MAKE) --no-print-directory build
+
+help:
+	@echo "make            install missing Debian packages, build everything"
+	@echo "make test       build, then run the C unit tests and the pytest suite"
+	@echo "make demo       run the bundled leaking Ruby service under mwrap-attach"
+	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
+	@echo "make deps       only install the Debian packages (scripts/install-deps)"
+	@echo "make clean      remove build outputs"
+
+deps:
+	@scripts/install-deps
+
+build: preload/libmwrap.so $(TEST_TARGETS) build/tests/test_options
+
+build/preload/%.o: preload/%.c
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+
+preload/libmwrap.so: $(LIB_OBJS)
+	$(CC) -shared -o $@ $(LIB_OBJS) $(URCU_LIBS) \
+		-Wl,-rpath,'$$ORIGIN' -Wl,-z,nodelete -Wl,-z,now \
+		-Wl,-z,relro -Wl,--no-undefined -lpthread -ldl
+
+build/targets/%: tests/targets/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread -ldl
+
+build/tests/test_options: tests/c/test_options.c preload/options.c tests/c/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ tests/c/test_options.c preload/options.c
+
+# The hooks and the dump path must not reach stdio or a locking allocator.
+check-hooks: preload/libmwrap.so
+	@scripts/check-imports preload/libmwrap.so
+
+test: all
+	@$(MAKE) --no-print-directory test-c check-hooks test-py
+
+test-c: build/tests/test_options
+	build/tests/test_options
+
+test-py:
+	$(PYTEST) -q tests
+
+demo: all
+	@scripts/demo
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 preload/libmwrap.so $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0755 scripts/mwrap $(DESTDIR)$(PREFIX)/bin/
+	cp -P $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+
+clean:
+	rm -rf build preload/libmwrap.so
+
+-include $(LIB_OBJS:.o=.d)

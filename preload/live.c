@@ -1,0 +1,237 @@
+/* live.c - see live.h */
+#define _GNU_SOURCE
+#include "live.h"
+#include "spin.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define SHARD_BITS 8
+#define NSHARDS (1u << SHARD_BITS)
+#define INITIAL_SLOTS 256u	/* per shard, on first use */
+
+/* Each field is protected by the shard's lock. */
+struct shard {
+	int lock;
+	uint32_t mask;		/* slots - 1, 0 before first use */
+	uint64_t count;
+	uint64_t unknown;	/* removes of pointers not in the table */
+	struct mw_live_entry *slots;
+} __attribute__((aligned(64)));
+
+static struct shard shards[NSHARDS];
+uint64_t mw_live_dropped;
+
+static inline uint64_t mix(uintptr_t ptr)
+{
+	/* malloc pointers are 16-byte aligned: drop the zero bits */
+	return (uint64_t)(ptr >> 4) * 0x9e3779b97f4a7c15ull;
+}
+
+static inline struct shard *shard_of(uint64_t h)
+{
+	return &shards[h >> (64 - SHARD_BITS)];
+}
+
+static inline uint32_t home(uint64_t h, uint32_t mask)
+{
+	return (uint32_t)(h >> 16) & mask;
+}
+
+static struct mw_live_entry *map_slots(uint32_t n)
+{
+	void *m = mmap(NULL, (size_t)n * sizeof(struct mw_live_entry),
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* Doubles the shard (or creates it); caller holds its lock. */
+static int grow_locked(struct shard *sh)
+{
+	uint32_t old_n = sh->mask ? sh->mask + 1 : 0;
+	uint32_t n = old_n ? old_n * 2 : INITIAL_SLOTS;
+	struct mw_live_entry *slots, *old = sh->slots;
+	uint32_t i;
+
+	if (n == 0 || n > (1u << 31))
+		return -ENOMEM;
+	slots = map_slots(n);
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; i < old_n; i++) {
+		uint32_t j;
+
+		if (!old[i].ptr)
+			continue;
+		j = home(mix(old[i].ptr), n - 1);
+		while (slots[j].ptr)
+			j = (j + 1) & (n - 1);
+		slots[j] = old[i];
+	}
+	sh->slots = slots;
+	sh->mask = n - 1;
+	if (old)
+		munmap(old, (size_t)old_n * sizeof(struct mw_live_entry));
+	return 0;
+}
+
+int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
+{
+	uint64_t h = mix(e->ptr);
+	struct shard *sh = shard_of(h);
+	uint32_t i;
+	int ret = 0;
+
+	mw_spin_lock(&sh->lock);
+	/* keep the load factor at or below 3/4; if growing fails, a table
+	 * with an empty slot left just runs fuller */
+	if ((sh->count + 1) * 4 > ((uint64_t)sh->mask + 1) * 3 &&
+	    grow_locked(sh) && sh->count + 1 > sh->mask) {
+		mw_spin_unlock(&sh->lock);
+		__atomic_add_fetch(&mw_live_dropped, 1, __ATOMIC_RELAXED);
+		return -ENOMEM;
+	}
+	for (i = home(h, sh->mask); sh->slots[i].ptr; i = (i + 1) & sh->mask) {
+		if (sh->slots[i].ptr == e->ptr) {
+			*stale = sh->slots[i];
+			ret = 1;
+			break;
+		}
+	}
+	if (!ret)
+		sh->count++;
+	sh->slots[i] = *e;
+	mw_spin_unlock(&sh->lock);
+	return ret;
+}
+
+int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
+{
+	uint64_t h = mix(ptr);
+	struct shard *sh = shard_of(h);
+	struct mw_live_entry *s;
+	uint32_t i, j, mask;
+
+	mw_spin_lock(&sh->lock);
+	mask = sh->mask;
+	s = sh->slots;
+	if (!mask) {
+		sh->unknown++;
+		mw_spin_unlock(&sh->lock);
+		return 0;
+	}
+	for (i = home(h, mask); s[i].ptr != ptr; i = (i + 1) & mask) {
+		if (!s[i].ptr) {
+			sh->unknown++;
+			mw_spin_unlock(&sh->lock);
+			return 0;
+		}
+	}
+	*out = s[i];
+	/* backward-shift deletion: pull later members of the probe run
+	 * into the hole when their home position allows it */
+	for (j = (i + 1) & mask; s[j].ptr; j = (j + 1) & mask) {
+		uint32_t k = home(mix(s[j].ptr), mask);
+
+		/* move s[j] to i unless its home lies cyclically in (i, j] */
+		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
+			s[i] = s[j];
+			i = j;
+		}
+	}
+	s[i].ptr = 0;
+	sh->count--;
+	mw_spin_unlock(&sh->lock);
+	return 1;
+}
+
+void mw_live_each(uint32_t site,
+		  void (*fn)(const struct mw_live_entry *e, void *arg),
+		  void *arg)
+{
+	struct mw_live_entry batch[128];
+	unsigned s;
+
+	for (s = 0; s < NSHARDS; s++) {
+		struct shard *sh = &shards[s];
+		uint32_t pos = 0;
+
+		for (;;) {
+			unsigned n = 0, k;
+			int done = 0;
+
+			mw_spin_lock(&sh->lock);
+			while (n < 128) {
+				const struct mw_live_entry *e;
+
+				if (!sh->mask || pos > sh->mask) {
+					done = 1;
+					break;
+				}
+				e = &sh->slots[pos++];
+				if (e->ptr && (!site || mw_live_site(e) == site))
+					batch[n++] = *e;
+			}
+			mw_spin_unlock(&sh->lock);
+			for (k = 0; k < n; k++)
+				fn(&batch[k], arg);
+			if (done)
+				break;
+		}
+	}
+}
+
+void mw_live_clear(void)
+{
+	unsigned s;
+
+	for (s = 0; s < NSHARDS; s++) {
+		struct shard *sh = &shards[s];
+
+		mw_spin_lock(&sh->lock);
+		if (sh->mask)
+			memset(sh->slots, 0, ((size_t)sh->mask + 1) *
+					     sizeof(struct mw_live_entry));
+		sh->count = 0;
+		sh->unknown = 0;
+		mw_spin_unlock(&sh->lock);
+	}
+}
+
+uint64_t mw_live_count(void)
+{
+	uint64_t n = 0;
+	unsigned s;
+
+	for (s = 0; s < NSHARDS; s++)
+		n += __atomic_load_n(&shards[s].count, __ATOMIC_RELAXED);
+	return n;
+}
+
+uint64_t mw_live_unknown(void)
+{
+	uint64_t n = 0;
+	unsigned s;
+
+	for (s = 0; s < NSHARDS; s++)
+		n += __atomic_load_n(&shards[s].unknown, __ATOMIC_RELAXED);
+	return n;
+}
+
+uint64_t mw_live_memory(void)
+{
+	uint64_t n = 0;
+	unsigned s;
+
+	for (s = 0; s < NSHARDS; s++) {
+		uint32_t mask = __atomic_load_n(&shards[s].mask,
+						__ATOMIC_RELAXED);
+
+		if (mask)
+			n += ((uint64_t)mask + 1) * sizeof(struct mw_live_entry);
+	}
+	return n;
+}

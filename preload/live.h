@@ -1,0 +1,77 @@
+/* live.h - the live table: pointer -> (site id, size, birth) for every
+ * block allocated while tracking.
+ *
+ * Blocks themselves are never changed (no headers), so a free of a
+ * pointer the table does not know simply passes through: that is what
+ * lets us attach late and detach.  The table is split into shards chosen
+ * by pointer hash, each an open-addressing array with linear probing,
+ * backward-shift deletion and its own spin lock, grown by mmap.
+ */
+#ifndef MW_LIVE_H
+#define MW_LIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MW_LIVE_SIZE_MAX ((UINT64_C(1) << 40) - 1)
+#define MW_BIRTH_MAX ((UINT64_C(1) << 56) - 1)
+
+struct mw_live_entry {
+	uintptr_t ptr;		/* 0: empty slot */
+	uint64_t size_site;	/* size: low 40 bits, site id: high 24 */
+	uint64_t birth_epoch;	/* birth: low 56 bits, reset epoch: high 8 */
+};
+
+static inline uint64_t mw_live_size(const struct mw_live_entry *e)
+{
+	return e->size_site & MW_LIVE_SIZE_MAX;
+}
+
+static inline uint32_t mw_live_site(const struct mw_live_entry *e)
+{
+	return (uint32_t)(e->size_site >> 40);
+}
+
+static inline uint64_t mw_live_birth(const struct mw_live_entry *e)
+{
+	return e->birth_epoch & MW_BIRTH_MAX;
+}
+
+static inline unsigned mw_live_epoch(const struct mw_live_entry *e)
+{
+	return (unsigned)(e->birth_epoch >> 56);
+}
+
+/* Records @e.  If the pointer is already present (its free was never seen,
+ * e.g. made through a pointer to free captured before attach), the old
+ * entry is replaced and returned in *@stale with 1; else returns 0.
+ * Returns -ENOMEM when the table cannot grow (nothing recorded).
+ * Context: hook-safe with the recursion guard raised. */
+int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale);
+
+/* Removes @ptr; copies its entry to *@out and returns 1, or returns 0 if
+ * the pointer is unknown.  Context: as mw_live_insert. */
+int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out);
+
+/* Calls @fn on a copy of every entry (of one site when @site != 0),
+ * outside the shard locks, so @fn may allocate.  Entries moved by a
+ * concurrent resize may be missed or seen twice.
+ * Context: not a hook. */
+void mw_live_each(uint32_t site,
+		  void (*fn)(const struct mw_live_entry *e, void *arg),
+		  void *arg);
+
+/* Empties the table (keeps its memory). Context: not a hook. */
+void mw_live_clear(void);
+
+/* Entries held now, and bytes of memory mapped for the table. */
+uint64_t mw_live_count(void);
+uint64_t mw_live_memory(void);
+/* Removes of pointers the table did not hold (frees of blocks allocated
+ * before tracking began, or never seen). */
+uint64_t mw_live_unknown(void);
+
+/* Inserts that failed for lack of memory. */
+extern uint64_t mw_live_dropped;
+
+#endif

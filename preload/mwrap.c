@@ -1,0 +1,212 @@
+/* mwrap.c - library life cycle: start-up in preload mode, the exit dump,
+ * and the C API of mwrap.h.
+ */
+#define _GNU_SOURCE
+#include "mwrap.h"
+#include "dump.h"
+#include "live.h"
+#include "options.h"
+#include "real.h"
+#include "ruby.h"
+#include "sites.h"
+#include "track.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Options from MWRAP=, read once at start-up. */
+static struct mw_options preload_opts;
+
+static void say(const char *a, const char *b)
+{
+	const char *parts[] = { "mwrap: ", a, b, "\n" };
+	size_t i;
+
+	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (write(2, parts[i], strlen(parts[i])) < 0)
+			return;
+}
+
+static void exit_dump(void)
+{
+	const struct mw_options *o = &preload_opts;
+	int fd = -1, own = 0;
+
+	mw_tls.guard++;
+	if (o->dump_path[0]) {
+		fd = open(o->dump_path,
+			  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+		if (fd < 0)
+			say("cannot open dump_path ", o->dump_path);
+		own = 1;
+	} else if (o->dump_fd > 0) {
+		fd = o->dump_fd;
+	}
+	if (fd >= 0 && !(o->dump_heap & 4))
+		mw_dump(fd, o->dump_min, o->format);
+	if (fd >= 0 && (o->dump_heap & 3)) {
+		/* Ruby >= 3.1 mmaps its heap pages; tracking them is the Ruby
+		 * API's work.  Until then say so in mwrap's stat layout. */
+		static const char none[] =
+			"# no heap pages tracked\n"
+			"lifespan_max: -1\nlifespan_min: -1\n"
+			"lifespan_mean: Infinity\nlifespan_stddev: 0.0\n"
+			"deathspan_max: -1\ndeathspan_min: -1\n"
+			"deathspan_mean: Infinity\ndeathspan_stddev: 0.0\n"
+			"resurrects: 0\n";
+		if (write(fd, none, sizeof(none) - 1) < 0)
+			say("cannot write heap stats", "");
+	}
+	if (own && fd >= 0)
+		close(fd);
+	/* Later exit handlers and destructors (liburcu's among them) may
+	 * still allocate: from here on, pass everything through. */
+	mw_track_disable();
+	mw_tls.guard--;
+}
+
+/* True when our malloc is the one the program calls: we were preloaded
+ * (dlopen'ed late, the global scope still finds libc's first). */
+static int interposing(void)
+{
+	return dlsym(RTLD_DEFAULT, "malloc") == (void *)malloc;
+}
+
+__attribute__((constructor)) static void mw_preload_init(void)
+{
+	char err[160];
+
+	mw_tls.guard++;
+	if (mw_real_resolve() != 0) {
+		say("cannot find the real malloc functions; not tracing", "");
+		goto out;
+	}
+	if (!interposing())
+		goto out;	/* dlopen'ed: mw_attach() starts us */
+	if (mw_options_parse(getenv("MWRAP"), &preload_opts, err,
+			     sizeof(err))) {
+		say("MWRAP: ", err);
+		say("running untraced", "");
+		goto out;
+	}
+	if (mw_sites_init()) {
+		say("cannot create the site table; not tracing", "");
+		goto out;
+	}
+	mw_ruby_init();
+	if (mw_options_want_dump(&preload_opts))
+		atexit(exit_dump);
+	mw_track_enable();
+out:
+	mw_tls.guard--;
+}
+
+EXPORT int mw_dump_fd(int fd, uint64_t min, int format)
+{
+	int ret;
+
+	if (format != MW_FORMAT_TEXT && format != MW_FORMAT_JSON)
+		return -EINVAL;
+	mw_tls.guard++;
+	ret = mw_dump(fd, min, (enum mw_format)format);
+	mw_tls.guard--;
+	return ret;
+}
+
+EXPORT int mw_reset(void)
+{
+	mw_tls.guard++;
+	mw_track_reset();
+	mw_tls.guard--;
+	return 0;
+}
+
+EXPORT int mw_quiet_enter(void)
+{
+	return ++mw_tls.quiet;
+}
+
+EXPORT int mw_quiet_leave(void)
+{
+	if (mw_tls.quiet > 0)
+		mw_tls.quiet--;
+	return mw_tls.quiet;
+}
+
+static uint64_t sub0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+static void site_info(const struct mw_site *s, struct mw_site_info *si)
+{
+	si->id = s->id;
+	si->total = __atomic_load_n(&s->total, __ATOMIC_RELAXED);
+	si->allocations = __atomic_load_n(&s->allocations, __ATOMIC_RELAXED);
+	si->frees = __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
+	si->freed_bytes = __atomic_load_n(&s->freed_bytes, __ATOMIC_RELAXED);
+	si->age_total = __atomic_load_n(&s->age_total, __ATOMIC_RELAXED);
+	si->max_lifespan = __atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED);
+	si->live_bytes = sub0(si->total, si->freed_bytes);
+	si->live_count = sub0(si->allocations, si->frees);
+}
+
+EXPORT int mw_each(uint64_t min,
+		   int (*fn)(const struct mw_site_info *, void *), void *arg)
+{
+	char name[4096];
+	uint32_t id, n = mw_sites_count();
+	int ret = 0;
+
+	mw_quiet_enter();
+	for (id = 1; id < n && !ret; id++) {
+		const struct mw_site *s = mw_site_get(id);
+		struct mw_site_info si;
+
+		if (!s)
+			continue;
+		site_info(s, &si);
+		if (si.total <= min)
+			continue;
+		mw_site_name(s, name, sizeof(name));
+		si.location = name;
+		ret = fn(&si, arg);
+	}
+	mw_quiet_leave();
+	return ret;
+}
+
+EXPORT int mw_stats(struct mw_stats *st)
+{
+	uint32_t id, n = mw_sites_count();
+
+	memset(st, 0, sizeof(*st));
+	st->enabled = __atomic_load_n(&mw_enabled, __ATOMIC_RELAXED);
+	st->age_unit_gc = mw_age_unit == MW_AGE_GC;
+	st->seconds = sub0(mw_monotonic_ns(), mw_track_since_ns) / 1000000000u;
+	st->sites = n - 1;
+	for (id = 1; id < n; id++) {
+		const struct mw_site *s = mw_site_get(id);
+		struct mw_site_info si;
+
+		if (!s)
+			continue;
+		site_info(s, &si);
+		st->total_bytes += si.total;
+		st->total_allocations += si.allocations;
+		st->total_frees += si.frees;
+		st->freed_bytes += si.freed_bytes;
+	}
+	st->live_bytes = sub0(st->total_bytes, st->freed_bytes);
+	st->live_blocks = mw_live_count();
+	st->unknown_frees = mw_live_unknown();
+	st->dropped = mw_live_dropped + mw_sites_dropped;
+	st->memory_bytes = mw_live_memory() + mw_sites_memory();
+	return 0;
+}

@@ -1,0 +1,58 @@
+/* mwrap.h - the exported C API of libmwrap.so.
+ *
+ * Used by the injector (mw_attach/mw_detach), the Ruby extension and
+ * tests.  Every function returns 0 or -errno unless it says otherwise;
+ * on failure nothing is changed.
+ */
+#ifndef MWRAP_H
+#define MWRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Writes the site table to @fd: @format 0 = mwrap's three columns,
+ * 1 = JSON Lines.  Sites with total <= @min are skipped.
+ * Context: any thread but a hook or signal handler; no allocation. */
+int mw_dump_fd(int fd, uint64_t min, int format);
+
+/* Zeroes every site's counters and starts a new epoch: blocks allocated
+ * before it are no longer counted when freed.  Context: not a hook. */
+int mw_reset(void);
+
+/* Raises / lowers the calling thread's quiet depth: while it is > 0,
+ * allocations on this thread are not recorded (frees still are).
+ * Both return the new depth. */
+int mw_quiet_enter(void);
+int mw_quiet_leave(void);
+
+/* One site, as mw_each hands it out. */
+struct mw_site_info {
+	uint32_t id;
+	const char *location;	/* valid during the callback only */
+	uint64_t total, allocations, frees, freed_bytes;
+	uint64_t live_bytes, live_count, age_total, max_lifespan;
+};
+
+/* Calls @fn for every site with total > @min, stopping early when @fn
+ * returns non-zero (that value is returned).  @fn runs with the thread
+ * quiet, so it may allocate.  Context: not a hook. */
+int mw_each(uint64_t min, int (*fn)(const struct mw_site_info *, void *),
+	    void *arg);
+
+/* Figures about the tracer itself. */
+struct mw_stats {
+	int enabled;
+	int attached;		/* 1: late attach, 0: preload */
+	int age_unit_gc;	/* 1: ages in GC generations, 0: ns */
+	uint64_t seconds;	/* since tracking (or the last reset) began */
+	uint64_t sites;
+	uint64_t live_blocks;	/* entries in the live table */
+	uint64_t live_bytes;	/* tracked bytes not freed */
+	uint64_t total_bytes, total_allocations, total_frees, freed_bytes;
+	uint64_t unknown_frees;	/* frees of blocks we never saw allocated */
+	uint64_t dropped;	/* allocations we failed to record */
+	uint64_t memory_bytes;	/* mapped by our own tables */
+};
+int mw_stats(struct mw_stats *st);
+
+#endif

@@ -1,0 +1,50 @@
+/* real.h - the real allocator functions, and the bootstrap arena that
+ * serves allocations made while they are being looked up.
+ *
+ * dlsym() itself calls calloc, so the first malloc of a preloaded process
+ * cannot simply ask dlsym for libc's malloc: calls made during the lookup
+ * get memory from a small static arena, recognised later by address.
+ */
+#ifndef MW_REAL_H
+#define MW_REAL_H
+
+#include <stddef.h>
+
+struct mw_real_fns {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	void (*free)(void *);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+};
+
+/* Filled by mw_real_resolve(); read-only afterwards. */
+extern struct mw_real_fns mw_real;
+
+/* 1 once every function is resolved. */
+extern int mw_real_resolved;
+
+static inline int mw_real_ready(void)
+{
+	return __atomic_load_n(&mw_real_resolved, __ATOMIC_ACQUIRE) > 0;
+}
+
+/* Resolves every function with dlsym(RTLD_NEXT).  Returns 0 when all are
+ * known, -EAGAIN when called re-entrantly from inside dlsym (the caller
+ * must then use the bootstrap arena), -ENOENT if libc lacks one.
+ * Context: any thread; idempotent. */
+int mw_real_resolve(void);
+
+/* Bootstrap arena: bump allocation, never reused.
+ * Returns NULL (errno ENOMEM) when the arena is exhausted. */
+void *mw_boot_alloc(size_t size, size_t align);
+int mw_boot_owns(const void *p);
+/* Usable size of a bootstrap block (for realloc). */
+size_t mw_boot_size(const void *p);
+
+#endif

@@ -1,0 +1,90 @@
+/* ruby.c - see ruby.h */
+#define _GNU_SOURCE
+#include "ruby.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
+
+int mw_ruby_present;
+uint64_t mw_ruby_generation;
+
+static int (*has_gvl)(void);
+static const char *(*source_location)(int *line);
+static void **vm_ptr;			/* &ruby_current_vm_ptr */
+static size_t (*gc_count)(void);
+
+/* ruby_current_ec is a TLS variable: its address differs per thread, so
+ * it is reached like compiled code would, through __tls_get_addr. */
+struct tls_index {
+	unsigned long module;
+	unsigned long offset;
+};
+extern void *__tls_get_addr(struct tls_index *ti);
+static struct tls_index ec_index;
+
+static int find_ec_index(void *any_ruby_symbol)
+{
+	Dl_info info;
+	void *handle, *ec, *block = NULL;
+	size_t modid = 0;
+	int ok = 0;
+
+	if (!dladdr(any_ruby_symbol, &info))
+		return 0;
+	handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!handle)
+		handle = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+	if (!handle)
+		return 0;
+	ec = dlsym(handle, "ruby_current_ec");
+	if (ec && dlinfo(handle, RTLD_DI_TLS_MODID, &modid) == 0 &&
+	    modid && dlinfo(handle, RTLD_DI_TLS_DATA, &block) == 0 &&
+	    block && (char *)ec >= (char *)block) {
+		ec_index.module = modid;
+		ec_index.offset = (unsigned long)((char *)ec - (char *)block);
+		ok = 1;
+	}
+	dlclose(handle);	/* NOLOAD handle: only drops our reference */
+	return ok;
+}
+
+int mw_ruby_init(void)
+{
+	if (mw_ruby_present)
+		return 1;
+	*(void **)&has_gvl = dlsym(RTLD_DEFAULT, "ruby_thread_has_gvl_p");
+	*(void **)&source_location = dlsym(RTLD_DEFAULT,
+					   "rb_source_location_cstr");
+	vm_ptr = dlsym(RTLD_DEFAULT, "ruby_current_vm_ptr");
+	*(void **)&gc_count = dlsym(RTLD_DEFAULT, "rb_gc_count");
+	if (!has_gvl || !source_location || !vm_ptr || !gc_count)
+		return 0;
+	if (!find_ec_index((void *)has_gvl))
+		return 0;
+	__atomic_store_n(&mw_ruby_present, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+int mw_ruby_location(const char **path, int *line)
+{
+	void **ec;
+	const char *p;
+
+	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
+		return 0;
+	/* "has the GVL" is only asked of Ruby threads: it reads Ruby's own
+	 * thread-local pointer and is false for every other thread. */
+	if (!has_gvl() || !*vm_ptr)
+		return 0;
+	/* During ruby_setup() the GVL is held before the EC exists. */
+	ec = __tls_get_addr(&ec_index);
+	if (!*ec)
+		return 0;
+	p = source_location(line);
+	if (!p)
+		return 0;
+	mw_ruby_generation = gc_count();
+	*path = p;
+	return 1;
+}

@@ -1,0 +1,247 @@
+/* sites.c - see sites.h */
+#define _GNU_SOURCE
+#include <urcu-bp.h>	/* before rculfhash.h: selects the bp flavour */
+#include "sites.h"
+#include "fmt.h"
+#include "spin.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* Records: MW_SITE_MAX / CHUNK chunks of CHUNK records, mapped on demand. */
+#define CHUNK_SHIFT 12
+#define CHUNK (1u << CHUNK_SHIFT)
+static struct mw_site *chunks[MW_SITE_MAX / CHUNK];
+/* Next free id; id 0 is never used.  Written under create_lock, read
+ * anywhere with acquire ordering. */
+static uint32_t next_id = 1;
+
+/* Key strings: bump-allocated from mmap'd blocks, never freed.
+ * Protected by create_lock. */
+#define KEYS_BLOCK (1u << 20)
+static char *keys_cur;
+static size_t keys_left;
+static uint64_t keys_mapped;
+
+/* Serialises site creation (rare: once per new site). */
+static int create_lock;
+
+static struct cds_lfht *table;
+uint64_t mw_sites_dropped;
+
+int mw_sites_init(void)
+{
+	if (table)
+		return 0;
+	table = cds_lfht_new(1024, 1024, 0,
+			     CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+	return table ? 0 : -ENOMEM;
+}
+
+uint32_t mw_sites_count(void)
+{
+	return __atomic_load_n(&next_id, __ATOMIC_ACQUIRE);
+}
+
+struct mw_site *mw_site_get(uint32_t id)
+{
+	struct mw_site *chunk;
+
+	if (id == 0 || id >= mw_sites_count())
+		return NULL;
+	chunk = __atomic_load_n(&chunks[id >> CHUNK_SHIFT], __ATOMIC_ACQUIRE);
+	return chunk ? &chunk[id & (CHUNK - 1)] : NULL;
+}
+
+uint64_t mw_sites_memory(void)
+{
+	uint32_t n = mw_sites_count();
+
+	return ((uint64_t)(n + CHUNK - 1) / CHUNK) * CHUNK *
+		       sizeof(struct mw_site) + keys_mapped;
+}
+
+void mw_sites_reset(void)
+{
+	uint32_t id, n = mw_sites_count();
+
+	for (id = 1; id < n; id++) {
+		struct mw_site *s = mw_site_get(id);
+
+		if (!s)
+			continue;
+		__atomic_store_n(&s->total, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->allocations, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->frees, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->freed_bytes, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->age_total, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->max_lifespan, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/* 64-bit FNV-1a, then a final mix so that line numbers spread. */
+static unsigned long hash_location(const char *path, size_t len, int line)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)path[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= (uint64_t)(unsigned)line * 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	return (unsigned long)(h * 0xbf58476d1ce4e5b9ull);
+}
+
+static unsigned long hash_addr(uintptr_t addr)
+{
+	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned long)(h ^ (h >> 32));
+}
+
+/* What a lookup compares against. */
+struct key {
+	const char *path;	/* NULL for an address key */
+	size_t pathlen;
+	int line;
+	uintptr_t addr;
+	char linebuf[12];
+	size_t linelen;
+};
+
+static int match(struct cds_lfht_node *node, const void *arg)
+{
+	const struct mw_site *s = caa_container_of(node, struct mw_site, node);
+	const struct key *k = arg;
+
+	if (!k->path)
+		return !s->key && s->addr == k->addr;
+	return s->key && s->keylen == k->pathlen + 1 + k->linelen &&
+	       memcmp(s->key, k->path, k->pathlen) == 0 &&
+	       s->key[k->pathlen] == ':' &&
+	       memcmp(s->key + k->pathlen + 1, k->linebuf, k->linelen) == 0;
+}
+
+/* Copies the key string; caller holds create_lock. */
+static char *keys_store_locked(const struct key *k)
+{
+	size_t need = k->pathlen + 1 + k->linelen + 1;
+	char *p;
+
+	if (need > keys_left) {
+		size_t size = need > KEYS_BLOCK ? need : KEYS_BLOCK;
+		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			return NULL;
+		keys_cur = m;
+		keys_left = size;
+		keys_mapped += size;
+	}
+	p = keys_cur;
+	memcpy(p, k->path, k->pathlen);
+	p[k->pathlen] = ':';
+	memcpy(p + k->pathlen + 1, k->linebuf, k->linelen + 1);
+	keys_cur += need;
+	keys_left -= need;
+	return p;
+}
+
+/* Takes a fresh record; caller holds create_lock. */
+static struct mw_site *site_new_locked(void)
+{
+	uint32_t id = next_id;
+	struct mw_site **chunk = &chunks[id >> CHUNK_SHIFT];
+
+	if (id >= MW_SITE_MAX)
+		return NULL;
+	if (!*chunk) {
+		void *m = mmap(NULL, CHUNK * sizeof(struct mw_site),
+			       PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			return NULL;
+		__atomic_store_n(chunk, m, __ATOMIC_RELEASE);
+	}
+	(*chunk)[id & (CHUNK - 1)].id = id;
+	return &(*chunk)[id & (CHUNK - 1)];
+}
+
+static struct mw_site *lookup_rcu(const struct key *k, unsigned long hash)
+{
+	struct cds_lfht_iter iter;
+	struct cds_lfht_node *node;
+
+	cds_lfht_lookup(table, hash, match, k, &iter);
+	node = cds_lfht_iter_get_node(&iter);
+	return node ? caa_container_of(node, struct mw_site, node) : NULL;
+}
+
+static struct mw_site *find_or_create(struct key *k, unsigned long hash)
+{
+	struct mw_site *s;
+
+	rcu_read_lock();
+	s = lookup_rcu(k, hash);
+	rcu_read_unlock();
+	if (s)
+		return s;
+
+	mw_spin_lock(&create_lock);
+	rcu_read_lock();
+	s = lookup_rcu(k, hash);
+	if (!s) {
+		s = site_new_locked();
+		if (s && k->path) {
+			s->key = keys_store_locked(k);
+			if (!s->key)
+				s = NULL;
+			else
+				s->keylen = (uint32_t)strlen(s->key);
+		} else if (s) {
+			s->addr = k->addr;
+		}
+		if (s) {
+			s->hash = hash;
+			cds_lfht_node_init(&s->node);
+			cds_lfht_add(table, hash, &s->node);
+			/* publish the id only once the record is complete */
+			__atomic_store_n(&next_id, s->id + 1,
+					 __ATOMIC_RELEASE);
+		}
+	}
+	rcu_read_unlock();
+	mw_spin_unlock(&create_lock);
+	if (!s)
+		__atomic_add_fetch(&mw_sites_dropped, 1, __ATOMIC_RELAXED);
+	return s;
+}
+
+struct mw_site *mw_site_for_location(const char *path, int line)
+{
+	struct key k;
+
+	k.path = path;
+	k.pathlen = strlen(path);
+	k.line = line;
+	k.addr = 0;
+	k.linelen = mw_fmt_u64(k.linebuf, (uint64_t)(unsigned)line);
+	return find_or_create(&k, hash_location(path, k.pathlen, line));
+}
+
+struct mw_site *mw_site_for_addr(uintptr_t addr)
+{
+	struct key k;
+
+	k.path = NULL;
+	k.pathlen = 0;
+	k.line = 0;
+	k.addr = addr;
+	k.linelen = 0;
+	return find_or_create(&k, hash_addr(addr));
+}

@@ -1,0 +1,63 @@
+/* sites.h - one record per allocation call site.
+ *
+ * A site is keyed by a Ruby source location ("path:line") or, outside
+ * Ruby, by the caller's return address.  Records live in mmap'd chunks
+ * indexed by a 24-bit id (the live table stores ids, not pointers), are
+ * found through a liburcu lock-free hash table (urcu-bp flavour: no
+ * thread registration, fork-tolerant), and are never freed: a reset only
+ * zeroes their counters.
+ */
+#ifndef MW_SITES_H
+#define MW_SITES_H
+
+#include <stdint.h>
+#include <urcu/rculfhash.h>
+
+#define MW_SITE_MAX (1u << 24)	/* ids 1 .. MW_SITE_MAX-1; 0 means none */
+
+struct mw_site {
+	struct cds_lfht_node node;
+	/* Counters: relaxed atomics, updated by hooks on any thread. */
+	uint64_t total;		/* bytes allocated */
+	uint64_t allocations;
+	uint64_t frees;
+	uint64_t freed_bytes;
+	uint64_t age_total;	/* sum of lifespans of freed blocks */
+	uint64_t max_lifespan;
+	/* Key: immutable once published. */
+	unsigned long hash;
+	uintptr_t addr;		/* caller address when key == NULL */
+	const char *key;	/* "path:line", NUL-terminated, or NULL */
+	uint32_t keylen;	/* strlen(key) */
+	uint32_t id;
+};
+
+/* Creates the table.  Returns 0 or -ENOMEM.
+ * Context: not a hook; may create liburcu's resize worker thread. */
+int mw_sites_init(void);
+
+/* Finds or creates the site for a Ruby location / a caller address.
+ * Returns NULL when the table is full or out of memory (counted in
+ * mw_sites_dropped).
+ * Context: hook-safe; the calling thread must have its recursion guard
+ * raised (creation may allocate via liburcu's real allocator). */
+struct mw_site *mw_site_for_location(const char *path, int line);
+struct mw_site *mw_site_for_addr(uintptr_t addr);
+
+/* Number of ids handed out so far (ids 1 .. n-1 exist). */
+uint32_t mw_sites_count(void);
+
+/* The site with this id, or NULL if there is none (yet). */
+struct mw_site *mw_site_get(uint32_t id);
+
+/* Zeroes every site's counters.  Not atomic with concurrent hooks. */
+void mw_sites_reset(void);
+
+/* Allocations whose site could not be recorded. */
+extern uint64_t mw_sites_dropped;
+
+/* Bytes of memory the site table holds (records, keys, hash buckets
+ * excluded). */
+uint64_t mw_sites_memory(void);
+
+#endif

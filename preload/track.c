@@ -1,0 +1,118 @@
+/* track.c - see track.h */
+#define _GNU_SOURCE
+#include "track.h"
+#include "ruby.h"
+#include "sites.h"
+
+#include <time.h>
+
+__thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
+int mw_enabled;
+enum mw_age_unit mw_age_unit;
+uint64_t mw_track_since_ns;
+
+/* Reset epoch, stored in the high byte of each live entry's birth. */
+static unsigned epoch;
+
+uint64_t mw_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t mw_track_now(void)
+{
+	struct timespec ts;
+
+	if (mw_age_unit == MW_AGE_GC)
+		return __atomic_load_n(&mw_ruby_generation, __ATOMIC_RELAXED);
+	/* coarse (~4 ms) is plenty for lifespans and costs a few ns */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void mw_track_account_free(const struct mw_live_entry *e)
+{
+	struct mw_site *s;
+	uint64_t now, birth, age, max;
+
+	if (mw_live_epoch(e) != (__atomic_load_n(&epoch, __ATOMIC_RELAXED)
+				 & 0xff))
+		return;
+	s = mw_site_get(mw_live_site(e));
+	if (!s)
+		return;
+	now = mw_track_now() & MW_BIRTH_MAX;
+	birth = mw_live_birth(e);
+	age = now >= birth ? now - birth : 0;
+	__atomic_add_fetch(&s->frees, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->freed_bytes, mw_live_size(e), __ATOMIC_RELAXED);
+	if (age) {
+		__atomic_add_fetch(&s->age_total, age, __ATOMIC_RELAXED);
+		max = __atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED);
+		while (age > max &&
+		       !__atomic_compare_exchange_n(&s->max_lifespan, &max, age,
+						    1, __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED))
+			;
+	}
+}
+
+void mw_track_alloc(void *p, size_t size, uintptr_t caller)
+{
+	struct mw_live_entry e, stale;
+	struct mw_site *s;
+	const char *path;
+	int line;
+
+	if (mw_tls.quiet)
+		return;
+	if (mw_ruby_location(&path, &line))
+		s = mw_site_for_location(path, line);
+	else
+		s = mw_site_for_addr(caller);
+	if (!s)
+		return;
+	__atomic_add_fetch(&s->total, size, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->allocations, 1, __ATOMIC_RELAXED);
+
+	e.ptr = (uintptr_t)p;
+	e.size_site = (size > MW_LIVE_SIZE_MAX ? MW_LIVE_SIZE_MAX : size) |
+		      (uint64_t)s->id << 40;
+	e.birth_epoch = (mw_track_now() & MW_BIRTH_MAX) |
+			(uint64_t)(__atomic_load_n(&epoch, __ATOMIC_RELAXED)
+				   & 0xff) << 56;
+	/* A pointer already present was freed behind our back (through a
+	 * pointer to free captured before attach): count that free now. */
+	if (mw_live_insert(&e, &stale) == 1)
+		mw_track_account_free(&stale);
+}
+
+void mw_track_free(void *p)
+{
+	struct mw_live_entry e;
+
+	if (mw_live_remove((uintptr_t)p, &e))
+		mw_track_account_free(&e);
+}
+
+void mw_track_reset(void)
+{
+	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
+	mw_sites_reset();
+	mw_track_since_ns = mw_monotonic_ns();
+}
+
+void mw_track_enable(void)
+{
+	mw_age_unit = mw_ruby_present ? MW_AGE_GC : MW_AGE_NS;
+	mw_track_since_ns = mw_monotonic_ns();
+	__atomic_store_n(&mw_enabled, 1, __ATOMIC_RELEASE);
+}
+
+void mw_track_disable(void)
+{
+	__atomic_store_n(&mw_enabled, 0, __ATOMIC_RELEASE);
+}

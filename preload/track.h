@@ -1,0 +1,56 @@
+/* track.h - what the hooks record: allocations and frees into the site
+ * table and the live table, and the per-thread guards.
+ */
+#ifndef MW_TRACK_H
+#define MW_TRACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "live.h"
+
+/* Per-thread state.  Initial-exec TLS, kept tiny: a library dlopen'ed
+ * late gets its static TLS from a surplus of a few hundred bytes. */
+struct mw_tls {
+	int guard;	/* >0: inside our code; hooks pass straight through */
+	int quiet;	/* >0: Mwrap.quiet; allocations are not recorded */
+};
+extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
+
+/* Hooks record while this is 1.  Written by enable/disable only. */
+extern int mw_enabled;
+
+enum mw_age_unit { MW_AGE_NS = 0, MW_AGE_GC = 1 };
+extern enum mw_age_unit mw_age_unit;
+
+static inline int mw_tracking(void)
+{
+	return __atomic_load_n(&mw_enabled, __ATOMIC_RELAXED) &&
+	       !mw_tls.guard;
+}
+
+/* Records a new block.  Context: hook, guard raised. */
+void mw_track_alloc(void *p, size_t size, uintptr_t caller);
+/* Records the free of @p if it is tracked.  Context: hook, guard raised,
+ * before the real free (so the address cannot be reused meanwhile). */
+void mw_track_free(void *p);
+/* Counts the free of a block taken out of the live table. */
+void mw_track_account_free(const struct mw_live_entry *e);
+
+/* Current age clock: GC generation under Ruby, else monotonic ns. */
+uint64_t mw_track_now(void);
+
+/* Starts a new accounting epoch: counters zeroed, frees of blocks born
+ * before it no longer counted.  Context: not a hook. */
+void mw_track_reset(void);
+
+/* Turns recording on (choosing the age unit) or off. */
+void mw_track_enable(void);
+void mw_track_disable(void);
+
+/* Monotonic ns at the last enable or reset. */
+extern uint64_t mw_track_since_ns;
+
+uint64_t mw_monotonic_ns(void);
+
+#endif

@@ -1,0 +1,209 @@
+"""Preload mode: libmwrap.so via LD_PRELOAD (scripts/mwrap), mwrap's own
+acceptance cases plus ours.  Every process is real and bounded in time."""
+import os
+import pytest
+
+from conftest import (LIB, MWRAP, TARGETS, parse_dump,
+                      parse_json_dump, run)
+
+HELLO = '("helloworld"*1000).clear'
+
+
+def ruby_preloaded(args, mwrap_opts, **kw):
+    return run([MWRAP, "ruby"] + args, env={"MWRAP": mwrap_opts}, **kw)
+
+
+def test_dump_fd_5_names_the_line(tmp):
+    out = tmp / "fd5"
+    # the shell opens fd 5 for the child, as a user would
+    p = run(["sh", "-c", 'exec "$0" ruby -e "$1" 5>"$2"', MWRAP, HELLO,
+             str(out)], env={"MWRAP": "dump_fd:5"})
+    assert p.returncode == 0, p.stderr
+    sites = parse_dump(out.read_text())
+    total, calls = sites["-e:1"]
+    # the 10,000-byte string plus its NUL in one malloc, and on Ruby 3.1
+    # a few small method-cache allocations on the same line
+    assert total >= 10001 and total < 10001 + 1024
+    assert 1 <= calls <= 10
+
+
+def test_dump_fd_1_with_dump_min(tmp):
+    p = ruby_preloaded(["-e", HELLO], "dump_fd:1,dump_min:10000")
+    assert p.returncode == 0, p.stderr
+    sites = parse_dump(p.stdout)
+    assert sites["-e:1"][0] >= 10001
+    assert all(total > 10000 for total, _ in sites.values())
+
+
+def test_dump_path_with_dump_min(tmp):
+    path = tmp / "out.dump"
+    p = ruby_preloaded(["-e", HELLO], f"dump_path:{path},dump_min:10000")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ""
+    sites = parse_dump(path.read_text())
+    assert sites["-e:1"][0] >= 10001
+    assert all(total > 10000 for total, _ in sites.values())
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# mwrap-attach") and "age_unit=gc_generations" in first
+
+
+def test_dump_path_appends(tmp):
+    path = tmp / "out.dump"
+    for _ in range(2):
+        assert ruby_preloaded(["-e", HELLO],
+                              f"dump_path:{path}").returncode == 0
+    assert path.read_text().count("# mwrap-attach") == 2
+
+
+FIDDLE_LEAK = """\
+require 'fiddle'
+ptrs = Array.new(100_000)
+i = 0
+while i < 100_000
+  ptrs[i] = Fiddle.malloc(1024)
+  i += 1
+end
+i = 0
+while i < 50_000
+  Fiddle.free(ptrs[i])
+  i += 1
+end
+puts "leaked"
+"""
+
+
+def test_fiddle_leak_attributed_to_its_line(tmp):
+    script = tmp / "leak.rb"
+    script.write_text(FIDDLE_LEAK)
+    path = tmp / "leak.json"
+    p = ruby_preloaded([str(script)],
+                       f"dump_path:{path},dump_format:json")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "leaked\n"
+    header, sites = parse_json_dump(path.read_text())
+    assert header["pid"] > 0 and header["age_unit"] == "gc_generations"
+    site = sites[f"{script}:5"]
+    # 100,000 x 1024 bytes, plus the few small method-cache allocations
+    # Ruby 3.1 makes the first time a line calls a method
+    assert 100_000 <= site["allocations"] <= 100_050
+    assert 102_400_000 <= site["total_bytes"] <= 102_400_000 + 16_384
+    assert 50_000 <= site["frees"] <= 50_050
+    assert 51_200_000 <= site["live_bytes"] <= 51_200_000 + 16_384
+    assert 50_000 <= site["live_count"] <= 50_050
+
+
+def test_non_ruby_perl_output_intact(tmp):
+    path = tmp / "perl.dump"
+    p = run([MWRAP, "perl", "-e", 'print("HELLO_WORLD")'],
+            env={"MWRAP": f"dump_path:{path}"})
+    assert p.returncode == 0
+    assert p.stdout == "HELLO_WORLD"
+    text = path.read_text()
+    assert "age_unit=ns" in text
+    assert "[0x" in text
+    assert len(parse_dump(text)) > 3
+
+
+def test_c_program_sites_are_symbolised(tmp):
+    path = tmp / "c.json"
+    p = run([MWRAP, os.path.join(TARGETS, "hello")],
+            env={"MWRAP": f"dump_path:{path},dump_format:json"})
+    assert p.returncode == 0
+    assert p.stdout == "HELLO_FROM_C 1\n"
+    _, sites = parse_json_dump(path.read_text())
+    mine = [s for loc, s in sites.items() if "(leak_here+0x" in loc]
+    assert len(mine) == 1, list(sites)
+    site = mine[0]
+    assert site["location"].startswith(os.path.join(TARGETS, "hello"))
+    assert site["allocations"] == 1000
+    assert site["total_bytes"] == 4096 * 1000
+    assert site["frees"] == 500 and site["live_bytes"] == 4096 * 500
+
+
+def test_application_sigusr1_handler_still_fires(tmp):
+    script = tmp / "usr1.rb"
+    script.write_text("""\
+n = 0
+trap(:USR1) { n += 1 }
+10.times { Process.kill(:USR1, Process.pid); sleep 0.01 }
+sleep 0.1 while n < 10
+puts "usr1=#{n}"
+""")
+    p = ruby_preloaded([str(script)], "dump_fd:2", timeout=30)
+    assert p.returncode == 0
+    assert p.stdout == "usr1=10\n"
+
+
+def test_ruby_threads_attributed_to_their_lines(tmp):
+    script = tmp / "threads.rb"
+    script.write_text("""\
+keep = []
+m = Mutex.new
+ts = 4.times.map do
+  Thread.new do
+    200.times { s = "t" * 50_000; m.synchronize { keep << s } }
+  end
+end
+ts.each(&:join)
+puts keep.size
+""")
+    path = tmp / "t.json"
+    p = ruby_preloaded([str(script)], f"dump_path:{path},dump_format:json")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "800\n"
+    _, sites = parse_json_dump(path.read_text())
+    site = sites[f"{script}:5"]
+    assert site["allocations"] >= 800
+    assert site["total_bytes"] >= 800 * 50_001
+
+
+@pytest.mark.parametrize("bad", [
+    "dump_fd:x", "dump_min:-1", "bogus:1", "dump_path", "dump_heap:99",
+    "dump_format:xml", "dump_fd:1,zz:2",
+])
+def test_malformed_option_runs_untraced(tmp, bad):
+    p = ruby_preloaded(["-e", HELLO + '; puts "alive"'], bad)
+    assert p.returncode == 0
+    assert p.stdout == "alive\n"
+    lines = [l for l in p.stderr.splitlines() if l.startswith("mwrap: ")]
+    assert lines and "MWRAP: " in lines[0]
+    item = bad.split(",")[-1].split(":")[0]
+    assert item in lines[0]
+
+
+def test_no_mwrap_variable_means_no_dump():
+    p = run([MWRAP, "ruby", "-e", HELLO + '; puts "ok"'])
+    assert p.returncode == 0
+    assert p.stdout == "ok\n" and p.stderr == ""
+
+
+def test_dump_heap_5_prints_stats_only(tmp):
+    path = tmp / "heap.dump"
+    p = ruby_preloaded(["-e", HELLO], f"dump_path:{path},dump_heap:5")
+    assert p.returncode == 0
+    text = path.read_text()
+    assert "lifespan_stddev" in text
+    assert parse_dump(text) == {}
+
+
+def test_launcher_help_and_usage():
+    p = run([MWRAP, "--help"])
+    assert p.returncode == 0 and "dump_path:FILE" in p.stdout
+    p = run([MWRAP])
+    assert p.returncode == 2 and "usage:" in p.stderr
+
+
+def test_launcher_keeps_existing_ld_preload():
+    p = run([MWRAP, "ruby", "-e", 'puts ENV["LD_PRELOAD"]'],
+            env={"LD_PRELOAD": "libpthread.so.0"})
+    assert p.returncode == 0
+    assert p.stdout.strip() == f"{os.path.realpath(LIB)}:libpthread.so.0"
+
+
+def test_errno_and_failed_allocations_pass_through(tmp):
+    # a huge request fails in libc; the hook must hand back NULL/ENOMEM
+    p = ruby_preloaded(
+        ["-e", "begin; 'x' * (2**62); rescue NoMemoryError, ArgumentError => e;"
+               " puts e.class; end"], "dump_fd:0")
+    assert p.returncode == 0
+    assert p.stdout.strip() in ("NoMemoryError", "ArgumentError")
