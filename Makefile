@@ -8,7 +8,8 @@ PYTEST = /usr/bin/python3 -m pytest
 
 LIB_SRCS = preload/fmt.c preload/options.c preload/real.c preload/ruby.c \
 	preload/sites.c preload/live.c preload/track.c preload/hooks.c \
-	preload/dump.c preload/mwrap.c
+	preload/dump.c preload/mwrap.c preload/got.c preload/control.c \
+	preload/urg.c preload/safefile.c preload/attach.c
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
 LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-builtin -D_LGPL_SOURCE -MMD
@@ -38,7 +39,9 @@ help:
 deps:
 	@scripts/install-deps
 
-build: preload/libmwrap.so $(TEST_TARGETS) build/tests/test_options
+C_TESTS = build/tests/test_options build/tests/test_control
+
+build: preload/libmwrap.so $(TEST_TARGETS) $(C_TESTS)
 
 build/preload/%.o: preload/%.c
 	@mkdir -p $(@D)
@@ -53,9 +56,9 @@ build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread -ldl
 
-build/tests/test_options: tests/c/test_options.c preload/options.c tests/c/tap.h
+build/tests/test_%: tests/c/test_%.c preload/%.c tests/c/tap.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ tests/c/test_options.c preload/options.c
+	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ $< preload/$*.c
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: preload/libmwrap.so
@@ -64,8 +67,8 @@ check-hooks: preload/libmwrap.so
 test: all
 	@$(MAKE) --no-print-directory test-c check-hooks test-py
 
-test-c: build/tests/test_options
-	build/tests/test_options
+test-c: $(C_TESTS)
+	@for t in $(C_TESTS); do echo "== $$t"; $$t || exit 1; done
 
 test-py:
 	$(PYTEST) -q tests

@@ -204,3 +204,21 @@ ALIGNED_HOOK(aligned_alloc(size_t align, size_t size),
 ALIGNED_HOOK(memalign(size_t align, size_t size), memalign(align, size), align)
 ALIGNED_HOOK(valloc(size_t size), valloc(size), 4096)
 ALIGNED_HOOK(pvalloc(size_t size), pvalloc(size), 4096)
+
+/* Our own addresses of the hooks.  Inside this library, a reference to
+ * "malloc" binds through the GOT to whichever malloc the global scope
+ * finds first (libc's, when we were dlopen'ed): the GOT patcher and the
+ * preload check must use these hidden aliases instead. */
+#define HOOK_ALIAS(name) \
+	extern __typeof(name) mw_hook_##name \
+		__attribute__((alias(#name), visibility("hidden")))
+HOOK_ALIAS(malloc);
+HOOK_ALIAS(calloc);
+HOOK_ALIAS(realloc);
+HOOK_ALIAS(reallocarray);
+HOOK_ALIAS(free);
+HOOK_ALIAS(posix_memalign);
+HOOK_ALIAS(aligned_alloc);
+HOOK_ALIAS(memalign);
+HOOK_ALIAS(valloc);
+HOOK_ALIAS(pvalloc);

@@ -75,7 +75,7 @@ static void exit_dump(void)
  * (dlopen'ed late, the global scope still finds libc's first). */
 static int interposing(void)
 {
-	return dlsym(RTLD_DEFAULT, "malloc") == (void *)malloc;
+	return dlsym(RTLD_DEFAULT, "malloc") == (void *)mw_hook_malloc;
 }
 
 __attribute__((constructor)) static void mw_preload_init(void)

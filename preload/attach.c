@@ -1,0 +1,444 @@
+/* attach.c - late mode: mw_attach() starts a helper thread that hooks
+ * the GOT, serves SIGURG and the control file, and undoes it all at
+ * detach.
+ *
+ * mw_attach() runs in a thread the injector hijacked, so it only starts
+ * the helper and returns; everything else happens on the helper, which
+ * blocks all signals.
+ */
+#define _GNU_SOURCE
+#include "control.h"
+#include "dump.h"
+#include "fmt.h"
+#include "got.h"
+#include "live.h"
+#include "mwrap.h"
+#include "options.h"
+#include "real.h"
+#include "ruby.h"
+#include "safefile.h"
+#include "sites.h"
+#include "track.h"
+#include "urg.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Attach state.  `attached` is set by mw_attach and cleared by the
+ * helper when it has undone everything; the rest is owned by the helper
+ * while it runs. */
+static int attached;
+static int stop_requested;
+static pthread_t helper;
+static int efd = -1;			/* SIGURG + stop wake-ups */
+static struct mw_options opts;
+static char ctl_path[64], out_path[64], dump_path[PATH_MAX];
+static int ctl_fd = -1, out_fd = -1, ino_fd = -1;
+static off_t ctl_off;
+static char line[MW_CMD_LINE_MAX + 1];
+static size_t line_len;
+static int line_too_long;
+static uint64_t last_stats_ns, last_stats_allocs;
+static int atfork_registered;
+
+static void *(*real_dlopen)(const char *, int);
+static int (*real_dlclose)(void *);
+
+/* --- answers ----------------------------------------------------------- */
+
+static void answer(const char *a, const char *b)
+{
+	struct mw_out o;
+
+	mw_out_init(&o, out_fd);
+	mw_out_str(&o, a);
+	mw_out_str(&o, b);
+	mw_out_chr(&o, '\n');
+	mw_out_flush(&o);
+}
+
+static void answer_stats(void)
+{
+	struct mw_stats st;
+	struct mw_out o;
+	uint64_t now = mw_monotonic_ns(), rate = 0;
+
+	mw_stats(&st);
+	if (now > last_stats_ns && st.total_allocations >= last_stats_allocs)
+		rate = (st.total_allocations - last_stats_allocs) *
+		       1000000000u / (now - last_stats_ns);
+	last_stats_ns = now;
+	last_stats_allocs = st.total_allocations;
+
+	mw_out_init(&o, out_fd);
+	mw_out_str(&o, "ok stats pid=");
+	mw_out_u64(&o, (uint64_t)getpid(), 0);
+#define KV(k, v) do { mw_out_str(&o, " " k "="); mw_out_u64(&o, (v), 0); } while (0)
+	KV("attached_seconds", st.seconds);
+	KV("sites", st.sites);
+	KV("live_blocks", st.live_blocks);
+	KV("live_bytes", st.live_bytes);
+	KV("total_bytes", st.total_bytes);
+	KV("allocations", st.total_allocations);
+	KV("frees", st.total_frees);
+	KV("allocations_per_s", rate);
+	KV("unknown_frees", st.unknown_frees);
+	KV("dropped", st.dropped);
+	KV("got_slots", (uint64_t)mw_got_patched());
+	KV("memory_bytes", st.memory_bytes);
+	KV("rss_bytes", mw_rss_bytes());
+#undef KV
+	mw_out_str(&o, " age_unit=");
+	mw_out_str(&o, st.age_unit_gc ? "gc_generations" : "ns");
+	mw_out_chr(&o, '\n');
+	mw_out_flush(&o);
+}
+
+/* Appends a dump to @path; returns 0 or -errno. */
+static int dump_to(const char *path, int json)
+{
+	int fd = mw_safe_open(path, O_WRONLY | O_APPEND);
+	int ret;
+
+	if (fd < 0)
+		return fd;
+	ret = mw_dump(fd, opts.dump_min,
+		      json ? MW_FORMAT_JSON : opts.format);
+	close(fd);
+	return ret;
+}
+
+/* --- detach ------------------------------------------------------------- */
+
+static void close_files(void)
+{
+	if (ctl_fd >= 0)
+		close(ctl_fd);
+	if (ino_fd >= 0)
+		close(ino_fd);
+	if (efd >= 0)
+		close(efd);
+	ctl_fd = ino_fd = efd = -1;
+}
+
+/* Undoes the attach; the final dump goes to the dump path. */
+static void undo_attach(void)
+{
+	int restored;
+	char num[24];
+
+	mw_track_disable();
+	restored = mw_got_restore_all();
+	mw_urg_restore();
+	dump_to(dump_path, 0);
+	mw_fmt_u64(num, (uint64_t)restored);
+	answer("ok detach restored_slots=", num);
+	if (out_fd >= 0)
+		close(out_fd);
+	out_fd = -1;
+	unlink(ctl_path);
+	close_files();
+}
+
+/* --- control file ------------------------------------------------------- */
+
+static int run_command(const char *text, size_t len)
+{
+	struct mw_cmd cmd;
+	char err[160];
+	int ret;
+
+	if (mw_cmd_parse(text, len, &cmd, err, sizeof(err))) {
+		answer("error: ", err);
+		return 0;
+	}
+	switch (cmd.kind) {
+	case MW_CMD_DUMP:
+		ret = dump_to(cmd.path[0] ? cmd.path : dump_path, cmd.json);
+		if (ret)
+			answer("error: dump failed: ", strerrordesc_np(-ret));
+		else
+			answer("ok dump ", cmd.path[0] ? cmd.path : dump_path);
+		return 0;
+	case MW_CMD_RESET:
+		mw_track_reset();
+		answer("ok reset", "");
+		return 0;
+	case MW_CMD_STATS:
+		answer_stats();
+		return 0;
+	case MW_CMD_DETACH:
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads what was appended to the control file; returns 1 on "detach". */
+static int read_commands(void)
+{
+	char buf[1024];
+	ssize_t n;
+
+	while ((n = pread(ctl_fd, buf, sizeof(buf), ctl_off)) > 0) {
+		ssize_t i;
+
+		ctl_off += n;
+		for (i = 0; i < n; i++) {
+			if (buf[i] != '\n') {
+				if (line_len < MW_CMD_LINE_MAX)
+					line[line_len++] = buf[i];
+				else
+					line_too_long = 1;
+				continue;
+			}
+			if (line_too_long)
+				answer("error: ", "command line too long");
+			else if (run_command(line, line_len))
+				return 1;
+			line_len = 0;
+			line_too_long = 0;
+		}
+	}
+	return 0;
+}
+
+/* --- helper thread ------------------------------------------------------ */
+
+/* "/tmp/mwrap.PID.SUFFIX" into @buf (64 bytes is ample). */
+static void pid_path(char *buf, const char *suffix)
+{
+	size_t n = 11;
+
+	memcpy(buf, "/tmp/mwrap.", n);
+	n += mw_fmt_u64(buf + n, (uint64_t)getpid());
+	buf[n++] = '.';
+	memcpy(buf + n, suffix, strlen(suffix) + 1);
+}
+
+static int open_control_files(void)
+{
+	int fd;
+
+	pid_path(ctl_path, "ctl");
+	pid_path(out_path, "out");
+	if (opts.dump_path[0])
+		memcpy(dump_path, opts.dump_path, sizeof(dump_path));
+	else
+		pid_path(dump_path, "dump");
+	fd = mw_safe_open(out_path, O_WRONLY | O_APPEND);
+	if (fd < 0)
+		return fd;
+	out_fd = fd;
+	fd = mw_safe_open(ctl_path, O_RDWR);
+	if (fd < 0) {
+		answer("error: cannot create control file: ", strerrordesc_np(-fd));
+		return fd;
+	}
+	ctl_fd = fd;
+	/* commands written before this attach are not ours to run */
+	ctl_off = lseek(ctl_fd, 0, SEEK_END);
+	line_len = 0;
+	line_too_long = 0;
+	ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (ino_fd >= 0)
+		inotify_add_watch(ino_fd, ctl_path, IN_MODIFY | IN_CLOSE_WRITE);
+	return 0;
+}
+
+static void drain(int fd)
+{
+	char buf[512];
+
+	while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+static void after_fork_child(void)
+{
+	if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE)) {
+		mw_got_atfork_parent();
+		return;
+	}
+	/* The child has no helper: it detaches itself, and never writes to
+	 * the parent's files. */
+	mw_track_disable();
+	mw_got_atfork_child_restore();
+	mw_urg_forget();
+	close_files();
+	if (out_fd >= 0)
+		close(out_fd);
+	out_fd = -1;
+	attached = 0;
+}
+
+static void *helper_main(void *arg)
+{
+	uint64_t slots_now;
+	char num[24];
+	int ret;
+
+	(void)arg;
+	mw_tls.guard++;		/* nothing this thread does is traced */
+	ret = open_control_files();
+	if (ret < 0)
+		goto fail;
+	if (mw_sites_init()) {
+		answer("error: ", "cannot create the site table");
+		goto fail;
+	}
+	mw_ruby_init();
+	*(void **)&real_dlopen = dlsym(RTLD_NEXT, "dlopen");
+	*(void **)&real_dlclose = dlsym(RTLD_NEXT, "dlclose");
+	if (!real_dlopen || !real_dlclose) {
+		answer("error: ", "cannot find the real dlopen/dlclose");
+		goto fail;
+	}
+	if (!atfork_registered) {
+		pthread_atfork(mw_got_atfork_prepare, mw_got_atfork_parent,
+			       after_fork_child);
+		atfork_registered = 1;
+	}
+	mw_live_clear();
+	mw_track_reset();
+	ret = mw_urg_install(efd);
+	if (ret) {
+		answer("error: cannot install the SIGURG handler: ",
+		       strerrordesc_np(-ret));
+		goto fail;
+	}
+	mw_track_enable();
+	slots_now = (uint64_t)mw_got_patch_all();
+	mw_fmt_u64(num, slots_now);
+	answer("ok attached got_slots=", num);
+
+	for (;;) {
+		struct pollfd p[2] = { { efd, POLLIN, 0 }, { ino_fd, POLLIN, 0 } };
+
+		poll(p, ino_fd >= 0 ? 2 : 1, 1000);
+		if (__atomic_load_n(&stop_requested, __ATOMIC_ACQUIRE))
+			break;
+		if (p[0].revents & POLLIN) {
+			drain(efd);
+			dump_to(dump_path, 0);
+		}
+		drain(ino_fd);
+		if (read_commands())
+			break;
+		mw_urg_check();
+	}
+	undo_attach();
+	__atomic_store_n(&attached, 0, __ATOMIC_RELEASE);
+	mw_tls.guard--;
+	return NULL;
+fail:
+	mw_track_disable();
+	mw_got_restore_all();
+	mw_urg_restore();
+	if (out_fd >= 0)
+		close(out_fd);
+	out_fd = -1;
+	close_files();
+	__atomic_store_n(&attached, 0, __ATOMIC_RELEASE);
+	mw_tls.guard--;
+	return NULL;
+}
+
+/* --- exported ------------------------------------------------------------ */
+
+EXPORT int mw_attach(const char *options)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int ret;
+
+	if (!mw_real_ready())
+		return -ENOENT;
+	if (__atomic_load_n(&mw_enabled, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&attached, __ATOMIC_RELAXED))
+		return -EBUSY;		/* preloaded: already tracing */
+	if (__atomic_exchange_n(&attached, 1, __ATOMIC_ACQ_REL))
+		return -EALREADY;
+	mw_tls.guard++;
+	if (mw_options_parse(options, &opts, NULL, 0)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	stop_requested = 0;
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	/* the helper must never take the application's signals */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&helper, &attr, helper_main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		close(efd);
+		efd = -1;
+	} else {
+		pthread_setname_np(helper, "mwrap-helper");
+	}
+out:
+	if (ret)
+		__atomic_store_n(&attached, 0, __ATOMIC_RELEASE);
+	mw_tls.guard--;
+	return ret;
+}
+
+EXPORT int mw_detach(void)
+{
+	uint64_t one = 1;
+	int i;
+
+	if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE))
+		return -ENOENT;
+	__atomic_store_n(&stop_requested, 1, __ATOMIC_RELEASE);
+	if (efd >= 0 && write(efd, &one, sizeof(one)) < 0)
+		return -errno;
+	for (i = 0; i < 5000 && __atomic_load_n(&attached, __ATOMIC_ACQUIRE);
+	     i++)
+		usleep(1000);
+	return __atomic_load_n(&attached, __ATOMIC_ACQUIRE) ? -ETIMEDOUT : 0;
+}
+
+/* The GOT patcher points dlopen/dlclose slots here (hidden: exporting
+ * them would interpose dlopen for the whole process in preload mode). */
+void *mw_hook_dlopen(const char *file, int mode)
+{
+	void *h = real_dlopen(file, mode);
+
+	if (h && mw_tracking()) {
+		mw_tls.guard++;
+		mw_got_patch_all();
+		mw_tls.guard--;
+	}
+	return h;
+}
+
+int mw_hook_dlclose(void *handle)
+{
+	int ret = real_dlclose(handle);
+
+	if (mw_tracking()) {
+		mw_tls.guard++;
+		mw_got_patch_all();	/* prunes the records of unloaded objects */
+		mw_tls.guard--;
+	}
+	return ret;
+}

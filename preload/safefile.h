@@ -1,0 +1,12 @@
+/* safefile.h - files we create in the target: never through a symlink,
+ * never someone else's, mode 0600. */
+#ifndef MW_SAFEFILE_H
+#define MW_SAFEFILE_H
+
+/* Opens (creating 0600) @path with @flags | O_CREAT | O_NOFOLLOW |
+ * O_CLOEXEC, and checks it is a regular file owned by us with one link.
+ * Returns the fd or -errno (-ELOOP for a symlink, -EPERM for a file
+ * owned by another user or hard-linked, -EINVAL for a non-file). */
+int mw_safe_open(const char *path, int flags);
+
+#endif
