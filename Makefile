@@ -39,9 +39,11 @@ help:
 deps:
 	@scripts/install-deps
 
+INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.c
+
 C_TESTS = build/tests/test_options build/tests/test_control
 
-build: preload/libmwrap.so $(TEST_TARGETS) $(C_TESTS)
+build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS)
 
 build/preload/%.o: preload/%.c
 	@mkdir -p $(@D)
@@ -51,6 +53,9 @@ preload/libmwrap.so: $(LIB_OBJS)
 	$(CC) -shared -o $@ $(LIB_OBJS) $(URCU_LIBS) \
 		-Wl,-rpath,'$$ORIGIN' -Wl,-z,nodelete -Wl,-z,now \
 		-Wl,-z,relro -Wl,--no-undefined -lpthread -ldl
+
+inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h
+	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
@@ -83,6 +88,6 @@ install: all
 	cp -P $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
 
 clean:
-	rm -rf build preload/libmwrap.so
+	rm -rf build preload/libmwrap.so inject/mwrap-inject
 
 -include $(LIB_OBJS:.o=.d)

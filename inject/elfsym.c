@@ -1,0 +1,78 @@
+/* elfsym.c - see elfsym.h */
+#define _GNU_SOURCE
+#include "elfsym.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int mwi_elf_symbol(const char *path, const char *name, uint64_t *value)
+{
+	struct stat st;
+	const unsigned char *img;
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh;
+	int fd, ret = -ENOENT;
+	size_t i;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (img == MAP_FAILED)
+		return -errno;
+	eh = (const Elf64_Ehdr *)img;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) >
+		    (uint64_t)st.st_size) {
+		ret = -ENOEXEC;
+		goto out;
+	}
+	sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+	for (i = 0; i < eh->e_shnum; i++) {
+		const Elf64_Shdr *strsh;
+		const Elf64_Sym *sym;
+		size_t n, j;
+
+		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		strsh = &sh[sh[i].sh_link];
+		if (sh[i].sh_offset + sh[i].sh_size > (uint64_t)st.st_size ||
+		    strsh->sh_offset + strsh->sh_size > (uint64_t)st.st_size) {
+			ret = -ENOEXEC;
+			goto out;
+		}
+		sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
+		n = sh[i].sh_size / sizeof(Elf64_Sym);
+		for (j = 0; j < n; j++) {
+			const char *s;
+
+			if (sym[j].st_name >= strsh->sh_size ||
+			    sym[j].st_shndx == SHN_UNDEF || !sym[j].st_value)
+				continue;
+			s = (const char *)img + strsh->sh_offset +
+			    sym[j].st_name;
+			if (strnlen(s, strsh->sh_size - sym[j].st_name) ==
+				    strsh->sh_size - sym[j].st_name)
+				continue;	/* unterminated */
+			if (strcmp(s, name) == 0) {
+				*value = sym[j].st_value;
+				ret = 0;
+				goto out;
+			}
+		}
+	}
+out:
+	munmap((void *)img, (size_t)st.st_size);
+	return ret;
+}

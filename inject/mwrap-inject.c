@@ -1,0 +1,272 @@
+/* mwrap-inject - load a library into a running process and call one of
+ * its functions:
+ *
+ *   mwrap-inject -p PID [--timeout S] [-v] LIBRARY FUNCTION [STRING-ARG]
+ *
+ * FUNCTION is called as int FUNCTION(const char *arg) in one thread of
+ * the target, stopped at a safe point (never inside libc or the loader
+ * unless blocked in a lock-free syscall); its result is printed as
+ * "result=N".  Everything the call changed in the thread (registers,
+ * vector state, signal mask, stack bytes) is put back before detaching.
+ */
+#define _GNU_SOURCE
+#include "elfsym.h"
+#include "maps.h"
+#include "ptrace.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Exit codes, one per failure class (see --help). */
+enum {
+	EX_OK = 0, EX_USAGE = 2, EX_NOPROC = 3, EX_PERM = 4, EX_NOSAFE = 5,
+	EX_LOAD = 6, EX_SYMBOL = 7, EX_GONE = 8, EX_TARGET = 9,
+};
+
+#define RTLD_NOW_ 0x2
+#define RTLD_NODELETE_ 0x1000
+#define RTLD_DLOPEN_INTERNAL 0x80000000	/* __libc_dlopen_mode's flag */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: mwrap-inject -p PID [--timeout S] [-v] LIBRARY FUNCTION [STRING-ARG]\n"
+"\n"
+"Loads LIBRARY (a path valid inside the target's mount namespace) into\n"
+"process PID with dlopen(RTLD_NOW|RTLD_NODELETE) and calls\n"
+"int FUNCTION(const char *STRING-ARG) in one of its threads.  Prints\n"
+"result=N.\n"
+"\n"
+"exit codes: 0 done, 2 usage, 3 no such process, 4 ptrace refused,\n"
+"5 no safe point in time, 6 dlopen failed, 7 FUNCTION not found,\n"
+"8 target exited meanwhile, 9 the target faulted in the call\n");
+}
+
+static int fail(int code, const char *stage, const char *what, int err)
+{
+	fprintf(stderr, "mwrap-inject: %s: %s%s%s\n", stage, what,
+		err ? ": " : "", err ? strerror(err) : "");
+	return code;
+}
+
+/* Thread ids of @pid, the main thread first. */
+static int list_threads(pid_t pid, pid_t *tids, int max)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	tids[n++] = pid;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return n;
+	while ((e = readdir(d)) && n < max) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+
+		if (tid > 0 && tid != pid)
+			tids[n++] = tid;
+	}
+	closedir(d);
+	return n;
+}
+
+struct target_fns {
+	uintptr_t dlopen, dlerror, dlsym;
+	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
+};
+
+static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
+{
+	char path[PATH_MAX + 32];
+	uint64_t v;
+
+	/* the target's own libc, through its root (a container) */
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->libc_path);
+	memset(f, 0, sizeof(*f));
+	if (mwi_elf_symbol(path, "dlopen", &v) == 0) {
+		f->dlopen = m->libc_base + v;
+		if (mwi_elf_symbol(path, "dlerror", &v) == 0)
+			f->dlerror = m->libc_base + v;
+		if (mwi_elf_symbol(path, "dlsym", &v) == 0)
+			f->dlsym = m->libc_base + v;
+	} else if (mwi_elf_symbol(path, "__libc_dlopen_mode", &v) == 0) {
+		f->dlopen = m->libc_base + v;
+		f->internal = 1;
+		if (mwi_elf_symbol(path, "__libc_dlsym", &v) == 0)
+			f->dlsym = m->libc_base + v;
+	}
+	return f->dlopen && f->dlsym ? 0 : -ENOENT;
+}
+
+static struct mwi_thread thr;
+
+static int inject(struct mwi_thread *t, const struct target_fns *f,
+		  const char *lib, const char *fn, const char *arg)
+{
+	uintptr_t lib_at, fn_at, arg_at;
+	uint64_t args[2], handle, sym, result;
+	char msg[512];
+	int ret;
+
+	if ((ret = mwi_save(t)) ||
+	    (ret = mwi_write_scratch(t, lib, strlen(lib) + 1, &lib_at)) ||
+	    (ret = mwi_write_scratch(t, fn, strlen(fn) + 1, &fn_at)) ||
+	    (ret = mwi_write_scratch(t, arg, strlen(arg) + 1, &arg_at)))
+		return fail(ret == -ESRCH ? EX_GONE : EX_PERM,
+			    "preparing the call", "cannot save state", -ret);
+	args[0] = lib_at;
+	args[1] = RTLD_NOW_ | RTLD_NODELETE_ |
+		  (f->internal ? RTLD_DLOPEN_INTERNAL : 0);
+	ret = mwi_call(t, f->dlopen, args, 2, &handle);
+	if (ret)
+		return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, "dlopen",
+			    "the call did not complete", -ret);
+	if (!handle) {
+		msg[0] = '\0';
+		if (f->dlerror && mwi_call(t, f->dlerror, NULL, 0, &sym) == 0 &&
+		    sym)
+			mwi_read_string(t, sym, msg, sizeof(msg));
+		fprintf(stderr, "mwrap-inject: dlopen: %s failed in the "
+			"target: %s\n", lib, msg[0] ? msg : "(no message)");
+		return EX_LOAD;
+	}
+	args[0] = handle;
+	args[1] = fn_at;
+	ret = mwi_call(t, f->dlsym, args, 2, &sym);
+	if (ret)
+		return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, "dlsym",
+			    "the call did not complete", -ret);
+	if (!sym)
+		return fail(EX_SYMBOL, "dlsym", fn, ENOENT);
+	args[0] = arg_at;
+	ret = mwi_call(t, sym, args, 1, &result);
+	if (ret)
+		return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, fn,
+			    "the call did not complete", -ret);
+	printf("result=%d\n", (int)(uint32_t)result);
+	return EX_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mwi_maps maps;
+	struct target_fns fns;
+	pid_t tids[256];
+	double timeout = 10;
+	long pid = 0;
+	int c, verbose = 0, ntids, i, ret, code = EX_NOSAFE;
+	sigset_t guard, old;
+	char *end;
+
+	while ((c = getopt_long(argc, argv, "p:t:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			errno = 0;
+			pid = strtol(optarg, &end, 10);
+			if (errno || *end || pid <= 0 || pid > INT_MAX)
+				return fail(EX_USAGE, "usage", "bad pid", 0);
+			break;
+		case 't':
+			timeout = strtod(optarg, &end);
+			if (*end || !(timeout > 0) || timeout > 3600)
+				return fail(EX_USAGE, "usage", "bad timeout", 0);
+			break;
+		case 'b':
+			if (strcmp(optarg, "ptrace") != 0)
+				return fail(EX_USAGE, "usage",
+					    "only --backend=ptrace is built in; "
+					    "mwrap-attach drives gdb itself", 0);
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return EX_OK;
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+	if (!pid || argc - optind < 2 || argc - optind > 3) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (pid == getpid())
+		return fail(EX_USAGE, "usage", "refusing to inject into myself", 0);
+	ret = mwi_maps_read((pid_t)pid, &maps);
+	if (ret == -ENOENT)
+		return fail(EX_LOAD, "finding libc",
+			    "no shared libc mapped (a static binary?)", 0);
+	if (ret)
+		return fail(ret == -EACCES ? EX_PERM : EX_NOPROC,
+			    "reading /proc/PID/maps", "", -ret);
+	if (find_fns((pid_t)pid, &maps, &fns))
+		return fail(EX_LOAD, "finding dlopen in the target's libc",
+			    maps.libc_path, ENOENT);
+
+	/* From the first stop to the last restore, Ctrl-C and friends must
+	 * wait: dying mid-call would leave the thread on a fake frame. */
+	sigemptyset(&guard);
+	sigaddset(&guard, SIGINT);
+	sigaddset(&guard, SIGTERM);
+	sigaddset(&guard, SIGHUP);
+	sigaddset(&guard, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &guard, &old);
+
+	ntids = list_threads((pid_t)pid, tids, 256);
+	for (i = 0; i < ntids; i++) {
+		memset(&thr, 0, sizeof(thr));
+		thr.pid = (pid_t)pid;
+		thr.tid = tids[i];
+		thr.verbose = verbose;
+		thr.deadline_ms = mwi_now_ms() + (long)(timeout * 1000);
+		ret = mwi_seize(&thr);
+		if (ret == -EPERM) {
+			code = fail(EX_PERM, "ptrace", "attach refused", EPERM);
+			break;
+		}
+		if (ret == -ESRCH)
+			continue;	/* thread ended meanwhile */
+		if (ret == 0)
+			ret = mwi_safe_point(&thr, &maps);
+		if (ret == 0) {
+			if (verbose)
+				fprintf(stderr, "mwrap-inject: calling in "
+					"thread %d\n", (int)thr.tid);
+			code = inject(&thr, &fns, argv[optind],
+				      argv[optind + 1],
+				      argc - optind == 3 ? argv[optind + 2] : "");
+			mwi_release(&thr);
+			break;
+		}
+		mwi_release(&thr);
+		if (ret == -ETIMEDOUT) {
+			code = fail(EX_NOSAFE, "finding a safe point",
+				    "timed out", 0);
+			break;
+		}
+	}
+	if (i == ntids && code == EX_NOSAFE)
+		code = fail(EX_NOSAFE, "finding a safe point",
+			    "every thread is busy inside libc or the loader", 0);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return code;
+}

@@ -1,0 +1,55 @@
+/* ptrace.h - stopping one thread, moving it to a safe point, and making
+ * function calls in it, with everything restored afterwards. */
+#ifndef MWI_PTRACE_H
+#define MWI_PTRACE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "maps.h"
+
+#define MWI_MAX_PENDING 32
+
+struct mwi_thread {
+	pid_t pid, tid;
+	int seized;
+	struct user_regs_struct saved;		/* at the stop */
+	unsigned char xstate[16384];		/* FPU/SSE/AVX state */
+	size_t xstate_len;
+	uint64_t sigmask;
+	int have_saved;
+	/* signals that arrived while we held the thread: re-sent after */
+	int pending[MWI_MAX_PENDING];
+	int npending;
+	/* bytes we overwrote below the stack's red zone */
+	uintptr_t scratch;
+	unsigned char scratch_saved[8192];
+	size_t scratch_len;
+	long deadline_ms;			/* monotonic */
+	int verbose;
+};
+
+/* Each returns 0 or -errno: -ESRCH when the thread went away, -ETIMEDOUT
+ * past the deadline, -EPERM when ptrace is refused. */
+int mwi_seize(struct mwi_thread *t);
+/* Steps the thread out of libc/ld.so/tracer code unless it sits in a
+ * blocking syscall known to hold no lock.  -EAGAIN: no safe point. */
+int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m);
+int mwi_save(struct mwi_thread *t);
+/* Copies @len bytes below the red zone; *@addr gets their address. */
+int mwi_write_scratch(struct mwi_thread *t, const void *data, size_t len,
+		      uintptr_t *addr);
+/* Calls fn(args...) in the thread; *@ret gets rax. */
+int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
+	     int nargs, uint64_t *ret);
+/* Reads a NUL-terminated string from the target. */
+int mwi_read_string(struct mwi_thread *t, uintptr_t addr, char *buf,
+		    size_t len);
+/* Restores memory, registers and mask, detaches, re-sends signals.
+ * Safe to call in any state. */
+void mwi_release(struct mwi_thread *t);
+
+long mwi_now_ms(void);
+
+#endif
