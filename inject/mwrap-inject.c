@@ -211,7 +211,13 @@ int main(int argc, char **argv)
 	}
 	if (pid == getpid())
 		return fail(EX_USAGE, "usage", "refusing to inject into myself", 0);
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return fail(EX_NOPROC, "finding the process", "no such pid",
+			    ESRCH);
 	ret = mwi_maps_read((pid_t)pid, &maps);
+	if (ret == -ENOENT && kill((pid_t)pid, 0) && errno == ESRCH)
+		return fail(EX_NOPROC, "finding the process", "it exited",
+			    ESRCH);
 	if (ret == -ENOENT)
 		return fail(EX_LOAD, "finding libc",
 			    "no shared libc mapped (a static binary?)", 0);

@@ -67,6 +67,9 @@ static int is_event_stop(int status)
 
 static void remember_signal(struct mwi_thread *t, int sig)
 {
+	/* SIGTRAP stops come from our own single steps: never re-send */
+	if (sig == SIGTRAP)
+		return;
 	if (t->npending < MWI_MAX_PENDING)
 		t->pending[t->npending++] = sig;
 }
@@ -117,6 +120,7 @@ static int safe_syscall(long nr)
 	case SYS_pause: case SYS_rt_sigsuspend: case SYS_accept:
 	case SYS_accept4: case SYS_recvfrom: case SYS_recvmsg:
 	case SYS_rt_sigtimedwait:
+	case SYS_restart_syscall:	/* continues one of the above */
 		return 1;
 	}
 	return 0;
@@ -132,7 +136,9 @@ static int in_syscall(const struct user_regs_struct *r)
 		rax == -EINTR);
 }
 
-/* 0: safe now; 1: unsafe; <0 error. */
+/* 0: safe now; 1: unsafe, in user code; 2: unsafe, inside a syscall
+ * (never single-step that: the step restarts the call, and can turn a
+ * sleep into an early EINTR); <0 error. */
 static int check_point(struct mwi_thread *t, const struct mwi_maps *m)
 {
 	struct user_regs_struct r;
@@ -141,7 +147,7 @@ static int check_point(struct mwi_thread *t, const struct mwi_maps *m)
 	if (ret)
 		return ret;
 	if (in_syscall(&r))
-		return safe_syscall((long)r.orig_rax) ? 0 : 1;
+		return safe_syscall((long)r.orig_rax) ? 0 : 2;
 	return mwi_maps_unsafe(m, r.rip) ? 1 : 0;
 }
 
@@ -157,12 +163,12 @@ int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m)
 			return ret;
 		/* step out of libc/ld.so: it may hold malloc's or the
 		 * loader's state half-updated */
-		for (steps = 0; steps < 100000; steps++) {
+		for (steps = 0; ret == 1 && steps < 100000; steps++) {
 			int status;
 
 			if (ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
 				return -errno;
-			ret = wait_stop(t, mwi_now_ms() + 20, &status);
+			ret = wait_stop(t, mwi_now_ms() + 200, &status);
 			if (ret == -ETIMEDOUT) {
 				/* blocked in a syscall: stop it again */
 				ret = interrupt(t);
@@ -172,7 +178,7 @@ int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m)
 			}
 			if (ret)
 				return ret;
-			if (WIFSTOPPED(status) && WSTOPSIG(status) != SIGTRAP)
+			if (WIFSTOPPED(status))
 				remember_signal(t, WSTOPSIG(status));
 			ret = check_point(t, m);
 			if (ret <= 0) {
