@@ -21,7 +21,7 @@ LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 # straight through on the same thread.
 URCU_LIBS = -lurcu-cds -lurcu-bp
 
-TEST_TARGETS = build/targets/hello build/targets/storm
+TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop
 
 .PHONY: all build deps test test-c test-py demo clean install help check-hooks
 

@@ -57,3 +57,108 @@ def parse_json_dump(text):
 @pytest.fixture
 def tmp(tmp_path):
     return tmp_path
+
+
+ATTACH = os.path.join(ROOT, "scripts", "mwrap-attach")
+INJECT = os.path.join(ROOT, "inject", "mwrap-inject")
+
+
+class Proc:
+    """A target process driven line by line on stdin/stdout; every wait
+    is bounded."""
+
+    def __init__(self, argv, env=None, cwd=None):
+        import queue
+        import threading
+        full_env = dict(os.environ)
+        full_env.pop("MWRAP", None)
+        full_env.pop("LD_PRELOAD", None)
+        full_env.update(env or {})
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True,
+                                  bufsize=1, env=full_env, cwd=cwd)
+        self.pid = self.p.pid
+        self.lines = queue.Queue()
+        self.seen = []
+
+        def pump():
+            for line in self.p.stdout:
+                self.lines.put(line.rstrip("\n"))
+            self.lines.put(None)
+        threading.Thread(target=pump, daemon=True).start()
+
+    def expect(self, prefix, timeout=30):
+        import queue
+        import time
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no line starting with {prefix!r}; "
+                                     f"saw {self.seen[-5:]}")
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(
+                    f"process exited ({self.p.wait()}) before {prefix!r}; "
+                    f"saw {self.seen[-5:]}; stderr: {self.p.stderr.read()}")
+            self.seen.append(line)
+            if line.startswith(prefix):
+                return line
+
+    def send(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+
+    def finish(self, timeout=30):
+        """Closes stdin and waits: (returncode, rest of stdout, stderr)."""
+        try:
+            self.p.stdin.close()
+        except BrokenPipeError:
+            pass
+        rc = self.p.wait(timeout=timeout)
+        rest = []
+        while True:
+            line = self.lines.get(timeout=timeout)
+            if line is None:
+                break
+            rest.append(line)
+        return rc, rest, self.p.stderr.read()
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait(timeout=10)
+
+
+@pytest.fixture
+def spawn():
+    """Starts target processes and kills any still running at teardown."""
+    procs = []
+
+    def start(argv, **kw):
+        proc = Proc(argv, **kw)
+        procs.append(proc)
+        return proc
+    yield start
+    for proc in procs:
+        proc.kill()
+
+
+def ptrace_allowed():
+    """Why live attach cannot run here, or None."""
+    if os.geteuid() == 0:
+        return None
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            scope = int(f.read())
+    except OSError:
+        scope = 0
+    return None if scope == 0 else f"ptrace_scope={scope} and not root"
+
+
+def attach(args, timeout=60):
+    return run([ATTACH] + args, timeout=timeout)

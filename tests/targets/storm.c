@@ -10,7 +10,9 @@
 
 static volatile int stop;
 
-static void *storm(void *arg)
+/* exported (-rdynamic): dumps name it */
+void *storm(void *arg);
+void *storm(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
 	void *keep[64] = { 0 };

@@ -1,0 +1,49 @@
+# Attach-test target.  Prints "ready PID", then obeys one command per
+# line on stdin, answering each:
+#   leak N SIZE   keeps N strings of SIZE bytes (allocated on LEAK_LINE)
+#   churn N       allocates and drops N strings
+#   zlib          requires zlib and keeps a Deflate stream (ZLIB_LINE)
+#   fork          forks a child that allocates, prints and exits 0
+#   sleep S       sleeps S seconds, then says how long it took
+# On EOF prints "bye CHECKSUM" and exits 0.
+$stdout.sync = true
+KEEP = []
+LEAK_LINE = __LINE__ + 3
+def leak(n, size)
+  n.times do
+    KEEP << ("L" * (size - 1))
+  end
+end
+ZLIB_LINE = __LINE__ + 3
+def zlib
+  require "zlib"
+  KEEP << Zlib::Deflate.new(Zlib::BEST_COMPRESSION, Zlib::MAX_WBITS, Zlib::MAX_MEM_LEVEL)
+end
+puts "ready #{Process.pid} leak_line=#{LEAK_LINE} zlib_line=#{ZLIB_LINE}"
+while (line = $stdin.gets)
+  cmd, *args = line.split
+  case cmd
+  when "leak"
+    leak(Integer(args[0]), Integer(args[1]))
+    puts "leaked #{args[0]}"
+  when "churn"
+    Integer(args[0]).times { |i| "c#{i}" * 100 }
+    puts "churned"
+  when "zlib"
+    zlib
+    puts "zlib ok"
+  when "fork"
+    pid = fork do
+      a = Array.new(1000) { |i| "child#{i}" * 50 }
+      puts "child ok #{a.size}"
+      exit!(0) # keep at_exit/exit dumps of the parent out of the child
+    end
+    _, st = Process.wait2(pid)
+    puts "forked child exit=#{st.exitstatus}"
+  when "sleep"
+    t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    sleep Float(args[0])
+    puts format("slept %.2f", Process.clock_gettime(Process::CLOCK_MONOTONIC) - t)
+  end
+end
+puts "bye #{KEEP.sum { |s| s.respond_to?(:bytesize) ? s.bytesize : 1 }}"

@@ -1,0 +1,302 @@
+"""Live attach: scripts/mwrap-attach + inject/mwrap-inject + libmwrap.so
+on real Ruby and C processes started without any tracer."""
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import (ATTACH, INJECT, LIB, ROOT, TARGETS, attach,
+                      parse_dump, parse_json_dump, ptrace_allowed, run)
+
+pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
+                                reason=f"ptrace not permitted: {ptrace_allowed()}")
+
+LEAK_RB = os.path.join(ROOT, "tests", "targets", "leak.rb")
+
+
+def start_leak(spawn):
+    t = spawn(["ruby", LEAK_RB])
+    ready = t.expect("ready")
+    fields = dict(f.split("=") for f in ready.split()[2:])
+    return t, int(fields["leak_line"]), int(fields["zlib_line"])
+
+
+def dump_json(pid):
+    p = attach(["-p", str(pid), "--dump", "--format=json"])
+    assert p.returncode == 0, p.stderr
+    header, sites = parse_json_dump(p.stdout)
+    return header, sites
+
+
+def keep_attached(pid, extra=()):
+    p = attach(["-p", str(pid), "--keep", *extra])
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def detach(pid):
+    p = attach(["-p", str(pid), "--detach"])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("ok detach")
+
+
+def test_attach_names_the_leaking_line_with_its_bytes(spawn):
+    t, line, _ = start_leak(spawn)
+    keep_attached(t.pid)
+    t.send("leak 2000 10000")
+    t.expect("leaked")
+    _, sites = dump_json(t.pid)
+    site = sites[f"{LEAK_RB}:{line}"]
+    # 2000 strings of 10,000 bytes (heap buffer = size incl. NUL)
+    assert site["live_count"] >= 2000
+    assert abs(site["live_bytes"] - 20_000_000) <= 2_000_000
+    detach(t.pid)
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == ["bye 19998000"]
+
+
+def test_window_report_ranks_the_leak_first(spawn, tmp):
+    t, line, _ = start_leak(spawn)
+    import threading
+    done = threading.Event()
+
+    def feed():
+        while not done.is_set():
+            t.send("leak 50 20000")
+            t.send("churn 200")
+            time.sleep(0.05)
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    out = tmp / "report.json"
+    p = attach(["-p", str(t.pid), "-d", "2", "--format=json", "-o", str(out)])
+    done.set()
+    feeder.join(timeout=5)
+    assert p.returncode == 0, p.stderr
+    header, sites = parse_json_dump(out.read_text())
+    assert header["pid"] == t.pid and header["rss_bytes"] > 0
+    first = next(iter(json.loads(l) for l in out.read_text().splitlines()[1:]))
+    assert first["location"] == f"{LEAK_RB}:{line}"
+    assert first["live_bytes"] >= 1_000_000
+    # text format of the same thing
+    p = attach(["-p", str(t.pid), "-d", "0.5"])
+    assert p.returncode == 0, p.stderr
+    assert "sites ranked by live bytes" in p.stdout
+    rc, _, _ = t.finish()
+    assert rc == 0
+
+
+def test_sigurg_and_control_file_dumps_while_attached(spawn):
+    t, line, _ = start_leak(spawn)
+    keep_attached(t.pid)
+    t.send("leak 100 5000")
+    t.expect("leaked")
+    dump = f"/tmp/mwrap.{t.pid}.dump"
+    before = os.path.getsize(dump) if os.path.exists(dump) else 0
+    os.kill(t.pid, signal.SIGURG)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if os.path.exists(dump) and os.path.getsize(dump) > before:
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)
+    sites = parse_dump(open(dump).read()[before:])
+    total, calls = sites[f"{LEAK_RB}:{line}"]
+    assert calls >= 100 and total >= 100 * 5000
+    # the control file, written by hand
+    ctl, out = f"/tmp/mwrap.{t.pid}.ctl", f"/tmp/mwrap.{t.pid}.out"
+    size = os.path.getsize(out)
+    with open(ctl, "a") as f:
+        f.write("stats\nfrobnicate\n")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and open(out).read()[size:].count("\n") < 2:
+        time.sleep(0.05)
+    answers = open(out).read()[size:].splitlines()
+    assert answers[0].startswith("ok stats") and "live_bytes=" in answers[0]
+    assert answers[1] == "error: unknown command: frobnicate"
+    st = os.stat(ctl)
+    assert st.st_mode & 0o777 == 0o600
+    detach(t.pid)
+    os.unlink(dump)
+    rc, _, _ = t.finish()
+    assert rc == 0
+
+
+def test_attach_twice_refused_and_reattach_after_detach(spawn):
+    t, line, _ = start_leak(spawn)
+    keep_attached(t.pid)
+    p = attach(["-p", str(t.pid), "--keep"])
+    assert p.returncode == 13 and "already attached" in p.stderr
+    for i in range(3):
+        detach(t.pid)
+        p = attach(["-p", str(t.pid), "--stats"])
+        assert p.returncode == 12
+        keep_attached(t.pid)
+        t.send("leak 10 3000")
+        t.expect("leaked")
+        _, sites = dump_json(t.pid)
+        # each attach starts a new window: 10 strings, plus the KEEP
+        # array growing on the same line
+        assert 10 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 14
+    detach(t.pid)
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == [f"bye {3 * 10 * 2999}"]
+
+
+def test_target_blocked_in_read_gets_its_data(spawn):
+    t, _, _ = start_leak(spawn)       # blocked in read() on stdin
+    keep_attached(t.pid)
+    detach(t.pid)
+    t.send("leak 1 100")
+    assert t.expect("leaked") == "leaked 1"
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == ["bye 99"]
+
+
+def test_sleep_is_not_cut_short(spawn):
+    t, _, _ = start_leak(spawn)
+    t.send("sleep 2")
+    time.sleep(0.5)
+    keep_attached(t.pid)
+    detach(t.pid)
+    slept = float(t.expect("slept").split()[1])
+    assert 1.95 <= slept < 3.0
+    assert t.finish()[0] == 0
+
+
+def test_tight_vector_loop_checksum_unchanged(spawn):
+    prog = os.path.join(TARGETS, "vecloop")
+    ref = run([prog, "300000000"], timeout=120)
+    assert ref.returncode == 0
+    t = spawn([prog, "300000000"])
+    t.expect("ready")
+    for _ in range(3):
+        keep_attached(t.pid)
+        detach(t.pid)
+    rc, rest, _ = t.finish(timeout=120)
+    assert rc == 0
+    assert rest == ref.stdout.splitlines()[1:]
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_malloc_storm_attached_repeatedly(spawn, threads):
+    t = spawn([os.path.join(TARGETS, "storm"), str(threads), "60"])
+    t.expect("ready")
+    for _ in range(10):
+        keep_attached(t.pid)
+        p = attach(["-p", str(t.pid), "--stats"])
+        assert p.returncode == 0 and "allocations=" in p.stdout
+        detach(t.pid)
+    assert t.p.poll() is None, "the storm died"
+    os.kill(t.pid, signal.SIGKILL)
+
+
+def test_native_sites_in_a_c_target(spawn):
+    t = spawn([os.path.join(TARGETS, "storm"), "2", "60"])
+    t.expect("ready")
+    keep_attached(t.pid)
+    time.sleep(0.3)
+    header, sites = dump_json(t.pid)
+    assert header["age_unit"] == "ns"
+    mine = [s for loc, s in sites.items() if "(storm+0x" in loc]
+    assert mine and mine[0]["allocations"] > 100
+    detach(t.pid)
+    os.kill(t.pid, signal.SIGKILL)
+
+
+def test_require_zlib_after_attach_is_tracked(spawn):
+    t, _, zline = start_leak(spawn)
+    keep_attached(t.pid)
+    t.send("zlib")
+    t.expect("zlib ok")
+    _, sites = dump_json(t.pid)
+    site = sites[f"{LEAK_RB}:{zline}"]
+    assert site["live_bytes"] >= 256 * 1024      # deflate's window + hash
+    detach(t.pid)
+    assert t.finish()[0] == 0
+
+
+def test_forked_child_detaches_itself(spawn):
+    t, line, _ = start_leak(spawn)
+    keep_attached(t.pid)
+    out = f"/tmp/mwrap.{t.pid}.out"
+    size = os.path.getsize(out)
+    t.send("fork")
+    assert t.expect("child ok") == "child ok 1000"
+    assert t.expect("forked child") == "forked child exit=0"
+    # the child never answered into the parent's files
+    assert open(out).read()[size:] == ""
+    t.send("leak 5 1000")
+    t.expect("leaked")
+    _, sites = dump_json(t.pid)
+    assert 5 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 8
+    detach(t.pid)
+    assert t.finish()[0] == 0
+
+
+def test_gdb_backend(spawn):
+    t, line, _ = start_leak(spawn)
+    p = attach(["-p", str(t.pid), "--keep", "--backend=gdb"], timeout=120)
+    assert p.returncode == 0, p.stderr
+    t.send("leak 100 4000")
+    t.expect("leaked")
+    _, sites = dump_json(t.pid)
+    assert 100 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 105
+    detach(t.pid)
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == ["bye 399900"]
+
+
+@pytest.mark.parametrize("args, code, text", [
+    (["-p", "abc"], 2, "bad pid"),
+    (["-p", "0"], 2, "bad pid"),
+    (["-p", "-5"], 2, None),
+    (["-p", "999999999"], 2, "bad pid"),
+    (["-p", "4194000"], 3, "no such process"),
+    (["-p", "1", "-d", "x"], 2, "-d wants"),
+    (["-p", "1", "-d", "0"], 2, "-d wants"),
+    (["-p", "1", "--bogus"], 2, "invalid option"),
+    (["-p", "1", "-o", "/nonexistent/dir/r.txt"], 2, "no such directory"),
+    (["-p", "1", "--format=xml"], 2, "--format"),
+    ([], 2, "missing -p"),
+])
+def test_bad_input(args, code, text):
+    p = attach(args)
+    assert p.returncode == code, (p.returncode, p.stderr)
+    if text:
+        assert text in p.stderr
+    assert p.stderr.startswith("mwrap-attach: ")
+
+
+def test_stopped_process_refused_and_left_stopped(spawn):
+    t, _, _ = start_leak(spawn)
+    os.kill(t.pid, signal.SIGSTOP)
+    time.sleep(0.2)
+    try:
+        p = attach(["-p", str(t.pid), "--keep"])
+        assert p.returncode == 6 and "stopped" in p.stderr
+        state = open(f"/proc/{t.pid}/stat").read().split(") ")[1][0]
+        assert state == "T"
+    finally:
+        os.kill(t.pid, signal.SIGCONT)
+    assert t.finish()[0] == 0
+
+
+def test_not_attached_commands():
+    import subprocess
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        for flag in ("--stats", "--dump", "--detach"):
+            p = attach(["-p", str(sleeper.pid), flag])
+            assert p.returncode == 12 and "not attached" in p.stderr
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_injector_usage_and_refusals():
+    p = run([INJECT])
+    assert p.returncode == 2 and "usage:" in p.stderr
+    p = run([INJECT, "-p", "4194000", LIB, "mw_attach"])
+    assert p.returncode == 3
