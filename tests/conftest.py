@@ -144,8 +144,11 @@ def spawn():
         procs.append(proc)
         return proc
     yield start
+    import glob
     for proc in procs:
         proc.kill()
+        for f in glob.glob(f"/tmp/mwrap.{proc.pid}.*"):
+            os.unlink(f)
 
 
 def ptrace_allowed():
