@@ -166,17 +166,14 @@ def test_sleep_is_not_cut_short(spawn):
 
 
 def test_tight_vector_loop_checksum_unchanged(spawn):
-    prog = os.path.join(TARGETS, "vecloop")
-    ref = run([prog, "300000000"], timeout=120)
-    assert ref.returncode == 0
-    t = spawn([prog, "300000000"])
+    # the target compares every block of vector arithmetic with the first
+    t = spawn([os.path.join(TARGETS, "vecloop")])
     t.expect("ready")
     for _ in range(3):
         keep_attached(t.pid)
         detach(t.pid)
-    rc, rest, _ = t.finish(timeout=120)
-    assert rc == 0
-    assert rest == ref.stdout.splitlines()[1:]
+    rc, rest, _ = t.finish()
+    assert rest == ["ok blocks"] and rc == 0
 
 
 @pytest.mark.parametrize("threads", [1, 4])
