@@ -297,3 +297,35 @@ def test_injector_usage_and_refusals():
     assert p.returncode == 2 and "usage:" in p.stderr
     p = run([INJECT, "-p", "4194000", LIB, "mw_attach"])
     assert p.returncode == 3
+
+
+def test_target_in_its_own_mount_and_pid_namespace(spawn):
+    """A container-like target: its own pid and mount namespaces, a
+    private /tmp, and our preload/ directory hidden, so the library (and
+    liburcu beside it) must be copied into the target's /tmp and the
+    control files live in its namespace."""
+    probe = run(["unshare", "--mount", "--pid", "--fork", "true"])
+    if probe.returncode != 0:
+        pytest.skip(f"unshare not permitted here: {probe.stderr.strip()}")
+    script = (f"mount -t tmpfs none /tmp && "
+              f"mount -t tmpfs none {ROOT}/preload && exec ruby {LEAK_RB}")
+    t = spawn(["unshare", "--mount", "--pid", "--fork",
+               "--propagation", "private", "sh", "-c", script])
+    ready = t.expect("ready")
+    assert ready.split()[1] == "1"          # pid 1 in its namespace
+    line = int(ready.split()[2].split("=")[1])
+    children = open(f"/proc/{t.pid}/task/{t.pid}/children").read().split()
+    pid = int(children[0])
+    assert not os.path.exists(f"/proc/{pid}/root{LIB}")
+    p = attach(["-p", str(pid), "--keep", "-v"])
+    assert p.returncode == 0, p.stderr
+    assert "copied the library" in p.stderr
+    assert os.path.exists(f"/proc/{pid}/root/tmp/mwrap.1.ctl")
+    assert not os.path.exists("/tmp/mwrap.1.ctl")
+    t.send("leak 100 8000")
+    t.expect("leaked")
+    _, sites = dump_json(pid)
+    assert 100 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 105
+    detach(pid)
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == ["bye 799900"]
