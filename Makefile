@@ -39,7 +39,8 @@ help:
 deps:
 	@scripts/install-deps
 
-INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.c
+INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.c \
+	inject/gdb.c
 
 C_TESTS = build/tests/test_options build/tests/test_control
 
@@ -54,7 +55,8 @@ preload/libmwrap.so: $(LIB_OBJS)
 		-Wl,-rpath,'$$ORIGIN' -Wl,-z,nodelete -Wl,-z,now \
 		-Wl,-z,relro -Wl,--no-undefined -lpthread -ldl
 
-inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h
+inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h \
+		inject/gdb.h
 	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c

@@ -1,7 +1,8 @@
 /* mwrap-inject - load a library into a running process and call one of
  * its functions:
  *
- *   mwrap-inject -p PID [--timeout S] [-v] LIBRARY FUNCTION [STRING-ARG]
+ *   mwrap-inject -p PID [--backend=ptrace|gdb] [--timeout S] [-v]
+ *                LIBRARY FUNCTION [STRING-ARG]
  *
  * FUNCTION is called as int FUNCTION(const char *arg) in one thread of
  * the target, stopped at a safe point (never inside libc or the loader
@@ -11,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "elfsym.h"
+#include "gdb.h"
 #include "maps.h"
 #include "ptrace.h"
 
@@ -37,7 +39,8 @@ enum {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: mwrap-inject -p PID [--timeout S] [-v] LIBRARY FUNCTION [STRING-ARG]\n"
+"usage: mwrap-inject -p PID [--backend=ptrace|gdb] [--timeout S] [-v]\n"
+"                    LIBRARY FUNCTION [STRING-ARG]\n"
 "\n"
 "Loads LIBRARY (a path valid inside the target's mount namespace) into\n"
 "process PID with dlopen(RTLD_NOW|RTLD_NODELETE) and calls\n"
@@ -46,7 +49,9 @@ static void usage(FILE *f)
 "\n"
 "exit codes: 0 done, 2 usage, 3 no such process, 4 ptrace refused,\n"
 "5 no safe point in time, 6 dlopen failed, 7 FUNCTION not found,\n"
-"8 target exited meanwhile, 9 the target faulted in the call\n");
+"8 target exited meanwhile, 9 the target faulted in the call\n"
+"\n"
+"--backend=gdb makes the same call through gdb -p PID -batch.\n");
 }
 
 static int fail(int code, const char *stage, const char *what, int err)
@@ -174,6 +179,8 @@ int main(int argc, char **argv)
 	int c, verbose = 0, ntids, i, ret, code = EX_NOSAFE;
 	sigset_t guard, old;
 	char *end;
+	long paused_at = 0;
+	int use_gdb = 0;
 
 	while ((c = getopt_long(argc, argv, "p:t:vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -189,10 +196,11 @@ int main(int argc, char **argv)
 				return fail(EX_USAGE, "usage", "bad timeout", 0);
 			break;
 		case 'b':
-			if (strcmp(optarg, "ptrace") != 0)
+			if (strcmp(optarg, "gdb") == 0)
+				use_gdb = 1;
+			else if (strcmp(optarg, "ptrace") != 0)
 				return fail(EX_USAGE, "usage",
-					    "only --backend=ptrace is built in; "
-					    "mwrap-attach drives gdb itself", 0);
+					    "--backend must be ptrace or gdb", 0);
 			break;
 		case 'v':
 			verbose = 1;
@@ -224,6 +232,16 @@ int main(int argc, char **argv)
 	if (ret)
 		return fail(ret == -EACCES ? EX_PERM : EX_NOPROC,
 			    "reading /proc/PID/maps", "", -ret);
+	if (use_gdb) {
+		int result;
+
+		code = mwi_gdb_inject((pid_t)pid, argv[optind], argv[optind + 1],
+				      argc - optind == 3 ? argv[optind + 2] : "",
+				      timeout, verbose, &result);
+		if (code == 0)
+			printf("result=%d\n", result);
+		return code;
+	}
 	if (find_fns((pid_t)pid, &maps, &fns))
 		return fail(EX_LOAD, "finding dlopen in the target's libc",
 			    maps.libc_path, ENOENT);
@@ -245,6 +263,7 @@ int main(int argc, char **argv)
 		thr.verbose = verbose;
 		thr.deadline_ms = mwi_now_ms() + (long)(timeout * 1000);
 		ret = mwi_seize(&thr);
+		paused_at = mwi_now_us();
 		if (ret == -EPERM) {
 			code = fail(EX_PERM, "ptrace", "attach refused", EPERM);
 			break;
@@ -261,6 +280,10 @@ int main(int argc, char **argv)
 				      argv[optind + 1],
 				      argc - optind == 3 ? argv[optind + 2] : "");
 			mwi_release(&thr);
+			if (verbose)
+				fprintf(stderr, "mwrap-inject: thread %d paused "
+					"%ld us\n", (int)thr.tid,
+					mwi_now_us() - paused_at);
 			break;
 		}
 		mwi_release(&thr);

@@ -27,12 +27,17 @@
 #define say(t, ...) \
 	do { if ((t)->verbose) fprintf(stderr, "mwrap-inject: " __VA_ARGS__); } while (0)
 
-long mwi_now_ms(void)
+long mwi_now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+long mwi_now_ms(void)
+{
+	return mwi_now_us() / 1000;
 }
 
 /* Waits for the next stop of the thread, at most until @until (ms). */

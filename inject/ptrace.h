@@ -51,5 +51,6 @@ int mwi_read_string(struct mwi_thread *t, uintptr_t addr, char *buf,
 void mwi_release(struct mwi_thread *t);
 
 long mwi_now_ms(void);
+long mwi_now_us(void);
 
 #endif

@@ -180,7 +180,7 @@ def test_tight_vector_loop_checksum_unchanged(spawn):
 def test_malloc_storm_attached_repeatedly(spawn, threads):
     t = spawn([os.path.join(TARGETS, "storm"), str(threads), "60"])
     t.expect("ready")
-    for _ in range(10):
+    for _ in range(20):
         keep_attached(t.pid)
         p = attach(["-p", str(t.pid), "--stats"])
         assert p.returncode == 0 and "allocations=" in p.stdout

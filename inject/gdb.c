@@ -1,0 +1,224 @@
+/* gdb.c - see gdb.h */
+#define _GNU_SOURCE
+#include "gdb.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Same classes as mwrap-inject.c's exit codes. */
+enum { EX_USAGE = 2, EX_NOSAFE = 5, EX_LOAD = 6, EX_SYMBOL = 7,
+       EX_GONE = 8, EX_TARGET = 9 };
+
+static const char script_fmt[] =
+"set pagination off\n"
+"set confirm off\n"
+"set unwindonsignal on\n"
+"set debuginfod enabled off\n"
+"handle SIGPIPE SIGUSR1 SIGUSR2 SIGHUP SIGTERM SIGQUIT SIGALRM SIGURG "
+"SIGVTALRM SIGCHLD SIGWINCH SIGINT SIGIO SIGPROF nostop noprint pass\n"
+"python\n"
+"import gdb\n"
+"PID = %d\n"
+"LIB = \"%s\"\n"
+"FN = \"%s\"\n"
+"ARG = \"%s\"\n"
+/* read, poll, select, pselect6, ppoll, nanosleep, clock_nanosleep,
+ * wait4, waitid, pause, epoll_wait/pwait, accept/4, recvfrom/msg,
+ * rt_sigsuspend/timedwait, restart_syscall, pread64, readv */
+"SAFE = {0, 7, 23, 270, 271, 35, 230, 61, 247, 34, 232, 281, 43, 288,\n"
+"        45, 47, 130, 128, 219, 17, 19}\n"
+"def syscall_of(tid):\n"
+"    try:\n"
+"        with open('/proc/%%d/task/%%d/syscall' %% (PID, tid)) as f:\n"
+"            return int(f.read().split()[0])\n"
+"    except Exception:\n"
+"        return -1\n"
+"def ld_range():\n"
+"    for line in open('/proc/%%d/maps' %% PID):\n"
+"        f = line.split()\n"
+"        if len(f) >= 6 and 'ld-linux' in f[5] and 'x' in f[1]:\n"
+"            lo, hi = f[0].split('-')\n"
+"            return int(lo, 16), int(hi, 16)\n"
+"    return 0, 0\n"
+"def call():\n"
+"    h = gdb.parse_and_eval('(void*)dlopen(\"%%s\", 4098)' %% LIB)\n"
+"    print('MW_HANDLE=%%#x' %% int(h))\n"
+"    if int(h) == 0:\n"
+"        e = gdb.parse_and_eval('(char*)dlerror()')\n"
+"        print('MW_ERR=%%s' %% (e.string() if int(e) else '?'))\n"
+"        return\n"
+"    s = gdb.parse_and_eval('(void*)dlsym((void*)%%d, \"%%s\")' %% (int(h), FN))\n"
+"    if int(s) == 0:\n"
+"        print('MW_NOSYM=1')\n"
+"        return\n"
+"    r = gdb.parse_and_eval('((int(*)(const char*))%%d)(\"%%s\")' %% (int(s), ARG))\n"
+"    print('MW_RESULT=%%d' %% int(r))\n"
+"gdb.execute('sharedlibrary libc.so', to_string=True)\n"
+"chosen = None\n"
+"for t in gdb.selected_inferior().threads():\n"
+"    if syscall_of(t.ptid[1]) in SAFE:\n"
+"        chosen = t\n"
+"        if t.ptid[1] == PID:\n"
+"            break\n"
+"if chosen is None:\n"
+"    lo, hi = ld_range()\n"
+"    class Entry(gdb.Breakpoint):\n"
+"        def stop(self):\n"
+"            ret = int(gdb.parse_and_eval('*(unsigned long*)$sp'))\n"
+"            return not (lo <= ret < hi)\n"
+"    bps = [Entry(n, internal=True) for n in ('malloc', 'free', 'calloc', 'realloc')]\n"
+"    gdb.execute('continue')\n"
+"    for b in bps:\n"
+"        b.delete()\n"
+"    chosen = gdb.selected_thread()\n"
+"chosen.switch()\n"
+"print('MW_THREAD=%%d' %% chosen.ptid[1])\n"
+"call()\n"
+"gdb.execute('detach')\n"
+"end\n";
+
+/* The strings go into Python and C literals: keep them plain. */
+static int plain(const char *s)
+{
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\' || *s == '\'' ||
+		    (unsigned char)*s < 0x20)
+			return 0;
+	return 1;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int maps_has(pid_t pid, const char *lib)
+{
+	char path[64], line[4096];
+	const char *base = strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, base) != NULL;
+	fclose(f);
+	return found;
+}
+
+int mwi_gdb_inject(pid_t pid, const char *lib, const char *fn,
+		   const char *arg, double timeout, int verbose, int *result)
+{
+	char script[] = "/tmp/mwrap-inject.XXXXXX";
+	char out[65536], pidbuf[16];
+	size_t len = 0;
+	int fd, pipefd[2], status, sigints = 0;
+	long deadline;
+	pid_t gdb;
+	FILE *f;
+	char *m;
+
+	if (!plain(lib) || !plain(fn) || !plain(arg)) {
+		fprintf(stderr, "mwrap-inject: gdb backend: quotes, backslashes "
+			"and control characters are not allowed in arguments\n");
+		return EX_USAGE;
+	}
+	fd = mkstemp(script);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		perror("mwrap-inject: gdb script");
+		return EX_TARGET;
+	}
+	fprintf(f, script_fmt, (int)pid, lib, fn, arg);
+	fclose(f);
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		unlink(script);
+		return EX_TARGET;
+	}
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+	gdb = fork();
+	if (gdb == 0) {
+		setpgid(0, 0);	/* a terminal's Ctrl-C must not reach gdb */
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		setenv("LC_ALL", "C", 1);
+		unsetenv("DEBUGINFOD_URLS");
+		execlp("gdb", "gdb", "-p", pidbuf, "-batch", "-nx", "-iex",
+		       "set auto-solib-add off", "-x", script, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	if (gdb < 0) {
+		close(pipefd[0]);
+		unlink(script);
+		return EX_TARGET;
+	}
+	deadline = now_ms() + (long)(timeout * 1000);
+	for (;;) {
+		struct pollfd p = { pipefd[0], POLLIN, 0 };
+		long left = deadline - now_ms();
+
+		if (left <= 0) {
+			/* SIGINT only, and again later if need be */
+			if (sigints++ < 3)
+				kill(gdb, SIGINT);
+			else
+				break;	/* leave gdb to finish on its own */
+			deadline = now_ms() + (long)(timeout * 1000);
+			continue;
+		}
+		if (poll(&p, 1, (int)left) <= 0)
+			continue;
+		ssize_t n = read(pipefd[0], out + len, sizeof(out) - 1 - len);
+
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof(out) - 1)
+			break;
+	}
+	out[len] = '\0';
+	close(pipefd[0]);
+	unlink(script);
+	if (waitpid(gdb, &status, sigints > 3 ? WNOHANG : 0) == 0)
+		fprintf(stderr, "mwrap-inject: gdb (pid %d) did not finish; "
+			"left running so as not to harm the target\n", (int)gdb);
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+		fprintf(stderr, "mwrap-inject: gdb is not installed\n");
+		return EX_LOAD;
+	}
+	if (verbose)
+		fputs(out, stderr);
+	if (kill(pid, 0) && errno == ESRCH)
+		return EX_GONE;
+	if ((m = strstr(out, "MW_ERR="))) {
+		fprintf(stderr, "mwrap-inject: dlopen: %s failed in the target: "
+			"%.*s\n", lib, (int)strcspn(m + 7, "\n"), m + 7);
+		return EX_LOAD;
+	}
+	if (strstr(out, "MW_NOSYM=")) {
+		fprintf(stderr, "mwrap-inject: dlsym: %s not found\n", fn);
+		return EX_SYMBOL;
+	}
+	m = strstr(out, "MW_RESULT=");
+	if (!m || !maps_has(pid, lib)) {
+		fprintf(stderr, "mwrap-inject: gdb did not complete the call%s\n",
+			sigints ? " (timed out; interrupted with SIGINT)" : "");
+		return sigints ? EX_NOSAFE : EX_TARGET;
+	}
+	*result = atoi(m + 10);
+	return 0;
+}
