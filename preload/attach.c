@@ -125,11 +125,13 @@ static void close_files(void)
 {
 	if (ctl_fd >= 0)
 		close(ctl_fd);
+	if (out_fd >= 0)
+		close(out_fd);
 	if (ino_fd >= 0)
 		close(ino_fd);
 	if (efd >= 0)
 		close(efd);
-	ctl_fd = ino_fd = efd = -1;
+	ctl_fd = out_fd = ino_fd = efd = -1;
 }
 
 /* Undoes the attach; the final dump goes to the dump path. */
@@ -144,9 +146,6 @@ static void undo_attach(void)
 	dump_to(dump_path, 0);
 	mw_fmt_u64(num, (uint64_t)restored);
 	answer("ok detach restored_slots=", num);
-	if (out_fd >= 0)
-		close(out_fd);
-	out_fd = -1;
 	unlink(ctl_path);
 	close_files();
 }
@@ -274,11 +273,8 @@ static void after_fork_child(void)
 	 * the parent's files. */
 	mw_track_disable();
 	mw_got_atfork_child_restore();
-	mw_urg_forget();
+	mw_urg_restore();
 	close_files();
-	if (out_fd >= 0)
-		close(out_fd);
-	out_fd = -1;
 	attached = 0;
 }
 
@@ -345,9 +341,6 @@ fail:
 	mw_track_disable();
 	mw_got_restore_all();
 	mw_urg_restore();
-	if (out_fd >= 0)
-		close(out_fd);
-	out_fd = -1;
 	close_files();
 	__atomic_store_n(&attached, 0, __ATOMIC_RELEASE);
 	mw_tls.guard--;

@@ -75,8 +75,3 @@ void mw_urg_restore(void)
 		sigaction(SIGURG, &chained, NULL);
 	__atomic_store_n(&urg_efd, -1, __ATOMIC_RELEASE);
 }
-
-void mw_urg_forget(void)
-{
-	mw_urg_restore();
-}

@@ -15,7 +15,5 @@ int mw_urg_install(int efd);
 void mw_urg_check(void);
 /* Puts back the disposition we replaced, unless someone replaced ours. */
 void mw_urg_restore(void);
-/* In a forked child: stop writing to the parent's eventfd. */
-void mw_urg_forget(void);
 
 #endif
