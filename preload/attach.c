@@ -305,8 +305,7 @@ static void *helper_main(void *arg)
 			       after_fork_child);
 		atfork_registered = 1;
 	}
-	mw_live_clear();
-	mw_track_reset();
+	mw_track_reset();	/* a new window: also empties the live table */
 	ret = mw_urg_install(efd);
 	if (ret) {
 		answer("error: cannot install the SIGURG handler: ",

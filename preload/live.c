@@ -64,10 +64,10 @@ static int grow_locked(struct shard *sh)
 	for (i = 0; i < old_n; i++) {
 		uint32_t j;
 
-		if (!old[i].ptr)
+		if (!old[i].key)
 			continue;
-		j = home(mix(old[i].ptr), n - 1);
-		while (slots[j].ptr)
+		j = home(mix(mw_live_ptr(&old[i])), n - 1);
+		while (slots[j].key)
 			j = (j + 1) & (n - 1);
 		slots[j] = old[i];
 	}
@@ -80,7 +80,8 @@ static int grow_locked(struct shard *sh)
 
 int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
 {
-	uint64_t h = mix(e->ptr);
+	uintptr_t ptr = mw_live_ptr(e);
+	uint64_t h = mix(ptr);
 	struct shard *sh = shard_of(h);
 	uint32_t i;
 	int ret = 0;
@@ -94,8 +95,8 @@ int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
 		__atomic_add_fetch(&mw_live_dropped, 1, __ATOMIC_RELAXED);
 		return -ENOMEM;
 	}
-	for (i = home(h, sh->mask); sh->slots[i].ptr; i = (i + 1) & sh->mask) {
-		if (sh->slots[i].ptr == e->ptr) {
+	for (i = home(h, sh->mask); sh->slots[i].key; i = (i + 1) & sh->mask) {
+		if (mw_live_ptr(&sh->slots[i]) == ptr) {
 			*stale = sh->slots[i];
 			ret = 1;
 			break;
@@ -123,8 +124,8 @@ int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
 		mw_spin_unlock(&sh->lock);
 		return 0;
 	}
-	for (i = home(h, mask); s[i].ptr != ptr; i = (i + 1) & mask) {
-		if (!s[i].ptr) {
+	for (i = home(h, mask); mw_live_ptr(&s[i]) != ptr; i = (i + 1) & mask) {
+		if (!s[i].key) {
 			sh->unknown++;
 			mw_spin_unlock(&sh->lock);
 			return 0;
@@ -133,8 +134,8 @@ int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
 	*out = s[i];
 	/* backward-shift deletion: pull later members of the probe run
 	 * into the hole when their home position allows it */
-	for (j = (i + 1) & mask; s[j].ptr; j = (j + 1) & mask) {
-		uint32_t k = home(mix(s[j].ptr), mask);
+	for (j = (i + 1) & mask; s[j].key; j = (j + 1) & mask) {
+		uint32_t k = home(mix(mw_live_ptr(&s[j])), mask);
 
 		/* move s[j] to i unless its home lies cyclically in (i, j] */
 		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
@@ -142,7 +143,7 @@ int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
 			i = j;
 		}
 	}
-	s[i].ptr = 0;
+	s[i].key = 0;
 	sh->count--;
 	mw_spin_unlock(&sh->lock);
 	return 1;
@@ -172,7 +173,7 @@ void mw_live_each(uint32_t site,
 					break;
 				}
 				e = &sh->slots[pos++];
-				if (e->ptr && (!site || mw_live_site(e) == site))
+				if (e->key && (!site || mw_live_site(e) == site))
 					batch[n++] = *e;
 			}
 			mw_spin_unlock(&sh->lock);

@@ -14,32 +14,44 @@
 #include <stdint.h>
 
 #define MW_LIVE_SIZE_MAX ((UINT64_C(1) << 40) - 1)
-#define MW_BIRTH_MAX ((UINT64_C(1) << 56) - 1)
+#define MW_LIVE_SITE_BITS 20
+#define MW_BIRTH_BITS 24
+#define MW_BIRTH_MASK ((UINT64_C(1) << MW_BIRTH_BITS) - 1)
 
+/* 16 bytes: a cache line holds four.  User-space pointers are below
+ * 2^47 and 16-byte aligned, so ptr >> 4 fits in 44 bits. */
 struct mw_live_entry {
-	uintptr_t ptr;		/* 0: empty slot */
-	uint64_t size_site;	/* size: low 40 bits, site id: high 24 */
-	uint64_t birth_epoch;	/* birth: low 56 bits, reset epoch: high 8 */
+	uint64_t key;		/* ptr >> 4, site id << 44; 0: empty slot */
+	uint64_t size_birth;	/* size: low 40 bits, birth: high 24 */
 };
+
+static inline void mw_live_make(struct mw_live_entry *e, uintptr_t ptr,
+				uint32_t site, uint64_t size, uint64_t birth)
+{
+	e->key = (uint64_t)ptr >> 4 | (uint64_t)site << 44;
+	e->size_birth = (size > MW_LIVE_SIZE_MAX ? MW_LIVE_SIZE_MAX : size) |
+			(birth & MW_BIRTH_MASK) << 40;
+}
+
+static inline uintptr_t mw_live_ptr(const struct mw_live_entry *e)
+{
+	return (uintptr_t)(e->key & ((UINT64_C(1) << 44) - 1)) << 4;
+}
 
 static inline uint64_t mw_live_size(const struct mw_live_entry *e)
 {
-	return e->size_site & MW_LIVE_SIZE_MAX;
+	return e->size_birth & MW_LIVE_SIZE_MAX;
 }
 
 static inline uint32_t mw_live_site(const struct mw_live_entry *e)
 {
-	return (uint32_t)(e->size_site >> 40);
+	return (uint32_t)(e->key >> 44);
 }
 
+/* Birth, modulo 2^24 in the age clock's unit. */
 static inline uint64_t mw_live_birth(const struct mw_live_entry *e)
 {
-	return e->birth_epoch & MW_BIRTH_MAX;
-}
-
-static inline unsigned mw_live_epoch(const struct mw_live_entry *e)
-{
-	return (unsigned)(e->birth_epoch >> 56);
+	return e->size_birth >> 40;
 }
 
 /* Records @e.  If the pointer is already present (its free was never seen,
@@ -61,7 +73,8 @@ void mw_live_each(uint32_t site,
 		  void (*fn)(const struct mw_live_entry *e, void *arg),
 		  void *arg);
 
-/* Empties the table (keeps its memory). Context: not a hook. */
+/* Empties the table (keeps its memory): blocks recorded so far become
+ * unknown, so their frees are no longer counted.  Context: not a hook. */
 void mw_live_clear(void);
 
 /* Entries held now, and bytes of memory mapped for the table. */

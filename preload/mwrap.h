@@ -15,7 +15,7 @@
  * Context: any thread but a hook or signal handler; no allocation. */
 int mw_dump_fd(int fd, uint64_t min, int format);
 
-/* Zeroes every site's counters and starts a new epoch: blocks allocated
+/* Zeroes every site's counters and starts a new window: blocks allocated
  * before it are no longer counted when freed.  Context: not a hook. */
 int mw_reset(void);
 

@@ -30,6 +30,20 @@ static int create_lock;
 static struct cds_lfht *table;
 uint64_t mw_sites_dropped;
 
+/* Ruby locations seen recently: (path pointer, line) -> site id, so the
+ * common case neither hashes the path nor walks the hash table.  A hit is
+ * verified against the site's own key (a path pointer can be reused for
+ * another file after GC), so a stale or torn entry only costs a miss.
+ * Written and read by threads holding the GVL; no lock needed for
+ * correctness. */
+#define LOC_CACHE_BITS 12
+struct loc_cache_entry {
+	const char *path;
+	int line;
+	uint32_t id;
+};
+static struct loc_cache_entry loc_cache[1u << LOC_CACHE_BITS];
+
 int mw_sites_init(void)
 {
 	if (table)
@@ -199,10 +213,13 @@ static struct mw_site *find_or_create(struct key *k, unsigned long hash)
 		s = site_new_locked();
 		if (s && k->path) {
 			s->key = keys_store_locked(k);
-			if (!s->key)
+			if (!s->key) {
 				s = NULL;
-			else
+			} else {
 				s->keylen = (uint32_t)strlen(s->key);
+				s->pathlen = (uint32_t)k->pathlen;
+				s->line = k->line;
+			}
 		} else if (s) {
 			s->addr = k->addr;
 		}
@@ -222,16 +239,39 @@ static struct mw_site *find_or_create(struct key *k, unsigned long hash)
 	return s;
 }
 
+static inline uint32_t loc_slot(const char *path, int line)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)path ^ (uint64_t)(unsigned)line << 40) *
+		     0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> (64 - LOC_CACHE_BITS));
+}
+
 struct mw_site *mw_site_for_location(const char *path, int line)
 {
+	struct loc_cache_entry *c = &loc_cache[loc_slot(path, line)];
+	struct mw_site *s;
 	struct key k;
 
+	if (c->path == path && c->line == line) {
+		s = mw_site_get(c->id);
+		if (s && s->key && s->line == line &&
+		    memcmp(s->key, path, s->pathlen) == 0 &&
+		    path[s->pathlen] == '\0')
+			return s;
+	}
 	k.path = path;
 	k.pathlen = strlen(path);
 	k.line = line;
 	k.addr = 0;
 	k.linelen = mw_fmt_u64(k.linebuf, (uint64_t)(unsigned)line);
-	return find_or_create(&k, hash_location(path, k.pathlen, line));
+	s = find_or_create(&k, hash_location(path, k.pathlen, line));
+	if (s) {
+		c->path = path;
+		c->line = line;
+		c->id = s->id;
+	}
+	return s;
 }
 
 struct mw_site *mw_site_for_addr(uintptr_t addr)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <urcu/rculfhash.h>
 
-#define MW_SITE_MAX (1u << 24)	/* ids 1 .. MW_SITE_MAX-1; 0 means none */
+#define MW_SITE_MAX (1u << 20)	/* ids 1 .. MW_SITE_MAX-1 (live.h packs 20 bits) */
 
 struct mw_site {
 	struct cds_lfht_node node;
@@ -29,6 +29,8 @@ struct mw_site {
 	uintptr_t addr;		/* caller address when key == NULL */
 	const char *key;	/* "path:line", NUL-terminated, or NULL */
 	uint32_t keylen;	/* strlen(key) */
+	uint32_t pathlen;	/* bytes of key before ':' */
+	int line;
 	uint32_t id;
 };
 

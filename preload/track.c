@@ -11,9 +11,6 @@ int mw_enabled;
 enum mw_age_unit mw_age_unit;
 uint64_t mw_track_since_ns;
 
-/* Reset epoch, stored in the high byte of each live entry's birth. */
-static unsigned epoch;
-
 uint64_t mw_monotonic_ns(void)
 {
 	struct timespec ts;
@@ -21,6 +18,10 @@ uint64_t mw_monotonic_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* Outside Ruby, births are stored in units of 2^20 ns (~1 ms): 24 bits
+ * of them span 4.9 hours. */
+#define MW_NS_SHIFT 20
 
 uint64_t mw_track_now(void)
 {
@@ -30,7 +31,8 @@ uint64_t mw_track_now(void)
 		return __atomic_load_n(&mw_ruby_generation, __ATOMIC_RELAXED);
 	/* coarse (~4 ms) is plenty for lifespans and costs a few ns */
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) >>
+	       MW_NS_SHIFT;
 }
 
 void mw_track_account_free(const struct mw_live_entry *e)
@@ -38,15 +40,14 @@ void mw_track_account_free(const struct mw_live_entry *e)
 	struct mw_site *s;
 	uint64_t now, birth, age, max;
 
-	if (mw_live_epoch(e) != (__atomic_load_n(&epoch, __ATOMIC_RELAXED)
-				 & 0xff))
-		return;
 	s = mw_site_get(mw_live_site(e));
 	if (!s)
 		return;
-	now = mw_track_now() & MW_BIRTH_MAX;
+	now = mw_track_now();
 	birth = mw_live_birth(e);
-	age = now >= birth ? now - birth : 0;
+	age = (now - birth) & MW_BIRTH_MASK;	/* births are kept mod 2^24 */
+	if (mw_age_unit == MW_AGE_NS)
+		age <<= MW_NS_SHIFT;
 	__atomic_add_fetch(&s->frees, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->freed_bytes, mw_live_size(e), __ATOMIC_RELAXED);
 	if (age) {
@@ -78,12 +79,7 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 	__atomic_add_fetch(&s->total, size, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->allocations, 1, __ATOMIC_RELAXED);
 
-	e.ptr = (uintptr_t)p;
-	e.size_site = (size > MW_LIVE_SIZE_MAX ? MW_LIVE_SIZE_MAX : size) |
-		      (uint64_t)s->id << 40;
-	e.birth_epoch = (mw_track_now() & MW_BIRTH_MAX) |
-			(uint64_t)(__atomic_load_n(&epoch, __ATOMIC_RELAXED)
-				   & 0xff) << 56;
+	mw_live_make(&e, (uintptr_t)p, s->id, size, mw_track_now());
 	/* A pointer already present was freed behind our back (through a
 	 * pointer to free captured before attach): count that free now. */
 	if (mw_live_insert(&e, &stale) == 1)
@@ -100,7 +96,9 @@ void mw_track_free(void *p)
 
 void mw_track_reset(void)
 {
-	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
+	/* blocks born before the reset are forgotten: their frees then
+	 * pass through uncounted, as in a fresh window */
+	mw_live_clear();
 	mw_sites_reset();
 	mw_track_since_ns = mw_monotonic_ns();
 }

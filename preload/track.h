@@ -40,8 +40,8 @@ void mw_track_account_free(const struct mw_live_entry *e);
 /* Current age clock: GC generation under Ruby, else monotonic ns. */
 uint64_t mw_track_now(void);
 
-/* Starts a new accounting epoch: counters zeroed, frees of blocks born
- * before it no longer counted.  Context: not a hook. */
+/* Starts a new window: counters zeroed and the live table emptied, so
+ * frees of blocks born before it are not counted.  Context: not a hook. */
 void mw_track_reset(void);
 
 /* Turns recording on (choosing the age unit) or off. */

@@ -1,0 +1,17 @@
+# Single-threaded, malloc-heavy Ruby: JSON generate/parse, strings and
+# arrays built and dropped (about 2 M malloc-family calls per second).
+require "json"
+require_relative "harness"
+
+DOC = { "id" => 1, "name" => "n" * 40, "tags" => %w[alpha beta gamma delta],
+        "nested" => { "k" => [1, 2, 3], "s" => "v" * 100 } }.freeze
+
+Bench.run do
+  (60_000 * Bench.scale).to_i.times do |i|
+    s = JSON.generate(DOC)
+    h = JSON.parse(s)
+    a = Array.new(16) { |j| "item#{j}" * 6 }
+    a.join(",") << h["name"]
+    "#{i}" * 30
+  end
+end

@@ -1,0 +1,22 @@
+# Shared protocol of the bench workloads: print "ready", wait for "go"
+# on stdin when BENCH_WAIT=1 (so the driver can attach first), run the
+# work, print one "result" line with wall and CPU seconds and peak RSS.
+$stdout.sync = true
+
+module Bench
+  def self.run
+    puts "ready #{Process.pid}"
+    $stdin.gets if ENV["BENCH_WAIT"] == "1"
+    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    c0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+    yield
+    wall = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - c0
+    hwm = File.read("/proc/self/status")[/VmHWM:\s+(\d+)/, 1].to_i * 1024
+    puts format("result wall=%.6f cpu=%.6f rss_peak=%d", wall, cpu, hwm)
+  end
+
+  def self.scale
+    Float(ENV.fetch("BENCH_SCALE", "1"))
+  end
+end
