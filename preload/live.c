@@ -78,6 +78,19 @@ static int grow_locked(struct shard *sh)
 	return 0;
 }
 
+void mw_live_prefetch(uintptr_t ptr)
+{
+	uint64_t h = mix(ptr);
+	struct shard *sh = shard_of(h);
+	/* unlocked reads: a stale answer only prefetches the wrong line */
+	struct mw_live_entry *slots = __atomic_load_n(&sh->slots,
+						      __ATOMIC_RELAXED);
+	uint32_t mask = __atomic_load_n(&sh->mask, __ATOMIC_RELAXED);
+
+	if (slots)
+		__builtin_prefetch(&slots[home(h, mask)], 1);
+}
+
 int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
 {
 	uintptr_t ptr = mw_live_ptr(e);

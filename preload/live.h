@@ -61,6 +61,10 @@ static inline uint64_t mw_live_birth(const struct mw_live_entry *e)
  * Context: hook-safe with the recursion guard raised. */
 int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale);
 
+/* Starts loading the slot @ptr would go to, so that a later insert or
+ * remove finds it in cache.  Context: hook-safe; never faults. */
+void mw_live_prefetch(uintptr_t ptr);
+
 /* Removes @ptr; copies its entry to *@out and returns 1, or returns 0 if
  * the pointer is unknown.  Context: as mw_live_insert. */
 int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out);

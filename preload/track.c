@@ -70,6 +70,8 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 
 	if (mw_tls.quiet)
 		return;
+	/* the slot is rarely in cache: fetch it while we find the site */
+	mw_live_prefetch((uintptr_t)p);
 	if (mw_ruby_location(&path, &line))
 		s = mw_site_for_location(path, line);
 	else
