@@ -17,6 +17,7 @@
 #include "real.h"
 #include "ruby.h"
 #include "safefile.h"
+#include "sample.h"
 #include "sites.h"
 #include "track.h"
 #include "urg.h"
@@ -305,6 +306,7 @@ static void *helper_main(void *arg)
 			       after_fork_child);
 		atfork_registered = 1;
 	}
+	mw_sample_bytes = opts.sample;
 	mw_track_reset();	/* a new window: also empties the live table */
 	ret = mw_urg_install(efd);
 	if (ret) {

@@ -3,6 +3,7 @@
 #include "dump.h"
 #include "fmt.h"
 #include "live.h"
+#include "sample.h"
 #include "track.h"
 
 #include <dlfcn.h>
@@ -149,6 +150,8 @@ static void header_text(struct mw_out *o)
 	mw_out_u64(o, (uint64_t)getpid(), 0);
 	mw_out_str(o, " age_unit=");
 	mw_out_str(o, age_unit_name());
+	mw_out_str(o, " sample_bytes=");
+	mw_out_u64(o, mw_sample_bytes, 0);
 	mw_out_str(o, " columns=total_bytes,call_count,location\n");
 }
 
@@ -168,7 +171,9 @@ static void header_json(struct mw_out *o)
 	mw_out_u64(o, tracked_live_bytes(), 0);
 	mw_out_str(o, ",\"age_unit\":\"");
 	mw_out_str(o, age_unit_name());
-	mw_out_str(o, "\",\"unknown_frees\":");
+	mw_out_str(o, "\",\"sample_bytes\":");
+	mw_out_u64(o, mw_sample_bytes, 0);
+	mw_out_str(o, ",\"unknown_frees\":");
 	mw_out_u64(o, mw_live_unknown(), 0);
 	mw_out_str(o, "}\n");
 }

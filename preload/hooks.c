@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "real.h"
+#include "sample.h"
 #include "track.h"
 
 #include <errno.h>
@@ -38,7 +39,7 @@ EXPORT void *malloc(size_t size)
 
 	if (NOT_READY())
 		return mw_boot_alloc(size, 16);
-	if (!mw_tracking())
+	if (!mw_tracking() || !mw_sample_take(size))
 		return mw_real.malloc(size);
 	p = mw_real.malloc(size);
 	if (p)
@@ -58,11 +59,12 @@ EXPORT void *calloc(size_t n, size_t m)
 		}
 		return mw_boot_alloc(size, 16);	/* arena memory is zero */
 	}
-	if (!mw_tracking())
+	if (!mw_tracking() || __builtin_mul_overflow(n, m, &size) ||
+	    !mw_sample_take(size))
 		return mw_real.calloc(n, m);
 	p = mw_real.calloc(n, m);
 	if (p)
-		record_alloc(p, n * m, CALLER());
+		record_alloc(p, size, CALLER());
 	return p;
 }
 
@@ -72,7 +74,7 @@ EXPORT void free(void *p)
 		return;
 	if (NOT_READY())
 		return;		/* cannot happen: p came from somewhere */
-	if (mw_tracking()) {
+	if (mw_tracking() && mw_sample_maybe((uintptr_t)p)) {
 		int saved = errno;
 
 		mw_tls.guard++;
@@ -94,7 +96,8 @@ static void *realloc_tracked(void *p, size_t n, size_t m, int array,
 	void *q;
 
 	mw_tls.guard++;
-	had = mw_live_remove((uintptr_t)p, &old);
+	had = mw_sample_maybe((uintptr_t)p) &&
+	      mw_live_remove((uintptr_t)p, &old);
 	q = array ? mw_real.reallocarray(p, n, m) : mw_real.realloc(p, n);
 	saved = errno;
 	if (!q && size != 0) {
@@ -103,7 +106,7 @@ static void *realloc_tracked(void *p, size_t n, size_t m, int array,
 	} else {
 		if (had)
 			mw_track_account_free(&old);
-		if (q)
+		if (q && mw_sample_take(size))
 			mw_track_alloc(q, size, caller);
 	}
 	mw_tls.guard--;
@@ -131,7 +134,11 @@ EXPORT void *realloc(void *p, size_t size)
 	if (!mw_tracking())
 		return mw_real.realloc(p, size);
 	if (!p) {
-		void *q = mw_real.realloc(NULL, size);
+		void *q;
+
+		if (!mw_sample_take(size))
+			return mw_real.realloc(NULL, size);
+		q = mw_real.realloc(NULL, size);
 
 		if (q)
 			record_alloc(q, size, CALLER());
@@ -155,7 +162,11 @@ EXPORT void *reallocarray(void *p, size_t n, size_t m)
 	if (!mw_tracking())
 		return mw_real.reallocarray(p, n, m);
 	if (!p) {
-		void *q = mw_real.reallocarray(NULL, n, m);
+		void *q;
+
+		if (!mw_sample_take(size))
+			return mw_real.reallocarray(NULL, n, m);
+		q = mw_real.reallocarray(NULL, n, m);
 
 		if (q)
 			record_alloc(q, size, CALLER());
@@ -176,7 +187,7 @@ EXPORT int posix_memalign(void **pp, size_t align, size_t size)
 		*pp = p;
 		return 0;
 	}
-	if (!mw_tracking())
+	if (!mw_tracking() || !mw_sample_take(size))
 		return mw_real.posix_memalign(pp, align, size);
 	ret = mw_real.posix_memalign(pp, align, size);
 	if (ret == 0)
@@ -191,7 +202,7 @@ EXPORT int posix_memalign(void **pp, size_t align, size_t size)
 									\
 		if (NOT_READY())					\
 			return mw_boot_alloc(size, boot_align);		\
-		if (!mw_tracking())					\
+		if (!mw_tracking() || !mw_sample_take(size))		\
 			return mw_real.call;				\
 		p = mw_real.call;					\
 		if (p)							\

@@ -8,6 +8,7 @@
 #include "options.h"
 #include "real.h"
 #include "ruby.h"
+#include "sample.h"
 #include "sites.h"
 #include "track.h"
 
@@ -102,6 +103,7 @@ __attribute__((constructor)) static void mw_preload_init(void)
 	mw_ruby_init();
 	if (mw_options_want_dump(&preload_opts))
 		atexit(exit_dump);
+	mw_sample_bytes = preload_opts.sample;
 	mw_track_enable();
 out:
 	mw_tls.guard--;

@@ -11,6 +11,7 @@ void mw_options_default(struct mw_options *o)
 	o->dump_min = 0;
 	o->dump_heap = 0;
 	o->format = MW_FORMAT_TEXT;
+	o->sample = 0;
 }
 
 int mw_options_want_dump(const struct mw_options *o)
@@ -116,6 +117,12 @@ int mw_options_parse(const char *s, struct mw_options *o,
 				return fail(o, err, errlen,
 					    "bad mask (0-7) in", s, len);
 			o->dump_heap = (unsigned)num;
+		} else if (key_is(s, klen, "sample")) {
+			if (parse_u64(val, vlen, &num) || num > (1ull << 40))
+				return fail(o, err, errlen,
+					    "bad sample size (0 to 2^40 bytes) in",
+					    s, len);
+			o->sample = num;
 		} else if (key_is(s, klen, "dump_format")) {
 			if (key_is(val, vlen, "text"))
 				o->format = MW_FORMAT_TEXT;

@@ -6,6 +6,8 @@
  *   dump_min:N       skip sites whose total is <= N bytes
  *   dump_heap:MASK   1 heap-page stats, 2 one line per page, 4 no site dump
  *   dump_format:F    text (mwrap's three columns, default) or json
+ *   sample:BYTES     record about one allocation per BYTES bytes (Poisson
+ *                    by bytes) and scale counts to estimates; 0 = all
  *
  * A value runs to the next comma, so a path cannot contain one (as in
  * mwrap). Keys may come in any order.
@@ -25,6 +27,7 @@ struct mw_options {
 	uint64_t dump_min;
 	unsigned dump_heap;
 	enum mw_format format;
+	uint64_t sample;		/* mean bytes between samples; 0: all */
 };
 
 void mw_options_default(struct mw_options *o);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "track.h"
 #include "ruby.h"
+#include "sample.h"
 #include "sites.h"
 
 #include <time.h>
@@ -38,20 +39,35 @@ uint64_t mw_track_now(void)
 void mw_track_account_free(const struct mw_live_entry *e)
 {
 	struct mw_site *s;
-	uint64_t now, birth, age, max;
+	uint64_t now, birth, age, weighted_age, max;
 
 	s = mw_site_get(mw_live_site(e));
 	if (!s)
 		return;
+	if (mw_sample_bytes)
+		mw_sample_mark(mw_live_ptr(e), -1);
 	now = mw_track_now();
 	birth = mw_live_birth(e);
 	age = (now - birth) & MW_BIRTH_MASK;	/* births are kept mod 2^24 */
 	if (mw_age_unit == MW_AGE_NS)
 		age <<= MW_NS_SHIFT;
-	__atomic_add_fetch(&s->frees, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&s->freed_bytes, mw_live_size(e), __ATOMIC_RELAXED);
+	weighted_age = age;
+	if (mw_sample_bytes) {
+		uint64_t w = mw_sample_weight(mw_live_size(e));
+
+		__atomic_add_fetch(&s->frees, (w + 512) / 1024,
+				   __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->freed_bytes,
+				   mw_live_size(e) * w / 1024, __ATOMIC_RELAXED);
+		weighted_age = age * w / 1024;	/* age_total / frees holds */
+	} else {
+		__atomic_add_fetch(&s->frees, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->freed_bytes, mw_live_size(e),
+				   __ATOMIC_RELAXED);
+	}
 	if (age) {
-		__atomic_add_fetch(&s->age_total, age, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->age_total, weighted_age,
+				   __ATOMIC_RELAXED);
 		max = __atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED);
 		while (age > max &&
 		       !__atomic_compare_exchange_n(&s->max_lifespan, &max, age,
@@ -78,14 +94,24 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 		s = mw_site_for_addr(caller);
 	if (!s)
 		return;
-	__atomic_add_fetch(&s->total, size, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&s->allocations, 1, __ATOMIC_RELAXED);
+	if (mw_sample_bytes) {
+		uint64_t w = mw_sample_weight(size);
+
+		__atomic_add_fetch(&s->total, size * w / 1024,
+				   __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->allocations, (w + 512) / 1024,
+				   __ATOMIC_RELAXED);
+		mw_sample_mark((uintptr_t)p, 1);
+	} else {
+		__atomic_add_fetch(&s->total, size, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->allocations, 1, __ATOMIC_RELAXED);
+	}
 
 	mw_live_make(&e, (uintptr_t)p, s->id, size, mw_track_now());
 	/* A pointer already present was freed behind our back (through a
 	 * pointer to free captured before attach): count that free now. */
 	if (mw_live_insert(&e, &stale) == 1)
-		mw_track_account_free(&stale);
+		mw_track_account_free(&stale);	/* also unmarks: net zero */
 }
 
 void mw_track_free(void *p)
@@ -101,6 +127,7 @@ void mw_track_reset(void)
 	/* blocks born before the reset are forgotten: their frees then
 	 * pass through uncounted, as in a fresh window */
 	mw_live_clear();
+	mw_sample_clear();
 	mw_sites_reset();
 	mw_track_since_ns = mw_monotonic_ns();
 }

@@ -14,6 +14,8 @@
 struct mw_tls {
 	int guard;	/* >0: inside our code; hooks pass straight through */
 	int quiet;	/* >0: Mwrap.quiet; allocations are not recorded */
+	int64_t sample_left;	/* bytes until the next sample (sample.h) */
+	uint64_t rng;		/* sampling random state */
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
 
@@ -29,7 +31,8 @@ static inline int mw_tracking(void)
 	       !mw_tls.guard;
 }
 
-/* Records a new block.  Context: hook, guard raised. */
+/* Records a new block (a sampled one stands for its weight's worth of
+ * allocations).  Context: hook, guard raised. */
 void mw_track_alloc(void *p, size_t size, uintptr_t caller);
 /* Records the free of @p if it is tracked.  Context: hook, guard raised,
  * before the real free (so the address cannot be reused meanwhile). */

@@ -329,3 +329,19 @@ def test_target_in_its_own_mount_and_pid_namespace(spawn):
     detach(pid)
     rc, rest, _ = t.finish()
     assert rc == 0 and rest == ["bye 799900"]
+
+
+def test_sampled_attach_ranks_the_leak_and_says_estimate(spawn):
+    t, line, _ = start_leak(spawn)
+    keep_attached(t.pid, ["--sample=8192"])
+    t.send("leak 3000 4000")
+    t.send("churn 20000")
+    t.expect("leaked")
+    t.expect("churned")
+    p = attach(["-p", str(t.pid), "--dump"])
+    assert p.returncode == 0, p.stderr
+    assert "figures are estimates" in p.stdout
+    first = p.stdout.splitlines()[4]
+    assert first.endswith(f"{LEAK_RB}:{line}")
+    detach(t.pid)
+    assert t.finish()[0] == 0

@@ -35,6 +35,9 @@ static void test_valid(void)
 	ok(parse("dump_format:json") == 0 && o.format == MW_FORMAT_JSON,
 	   "dump_format:json");
 	ok(parse("dump_fd:2,") == 0 && o.dump_fd == 2, "trailing comma");
+	ok(parse("sample:65536") == 0 && o.sample == 65536, "sample:65536");
+	ok(parse("sample:x") == -EINVAL && parse("sample:") == -EINVAL,
+	   "bad sample sizes refused");
 	ok(parse("dump_fd:0") == 0 && !mw_options_want_dump(&o),
 	   "dump_fd:0 means no dump");
 	ok(parse("dump_min:18446744073709551615") == 0 &&
