@@ -23,7 +23,7 @@ URCU_LIBS = -lurcu-cds -lurcu-bp
 
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop
 
-.PHONY: all build deps test test-c test-py demo clean install help check-hooks
+.PHONY: all build deps test test-c test-py demo bench clean install help check-hooks
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -32,6 +32,7 @@ help:
 	@echo "make            install missing Debian packages, build everything"
 	@echo "make test       build, then run the C unit tests and the pytest suite"
 	@echo "make demo       run the bundled leaking Ruby service under mwrap-attach"
+	@echo "make bench      the benchmark: ratios against a baseline (a few minutes)"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
 	@echo "make clean      remove build outputs"
@@ -44,7 +45,12 @@ INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.
 
 C_TESTS = build/tests/test_options build/tests/test_control
 
-build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS)
+build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS) \
+	build/bench/libcount.so
+
+build/bench/libcount.so: bench/count/count.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
 
 build/preload/%.o: preload/%.c
 	@mkdir -p $(@D)
@@ -82,6 +88,9 @@ test-py:
 
 demo: all
 	@scripts/demo
+
+bench: all
+	@bench/run
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach $(DESTDIR)$(PREFIX)/bin

@@ -1,6 +1,8 @@
 # Shared protocol of the bench workloads: print "ready", wait for "go"
 # on stdin when BENCH_WAIT=1 (so the driver can attach first), run the
-# work, print one "result" line with wall and CPU seconds and peak RSS.
+# work, print one "result" line with wall and CPU seconds and peak RSS,
+# then (BENCH_WAIT=1) wait for stdin to close, so the driver can still
+# dump what a tracer saw.
 $stdout.sync = true
 
 module Bench
@@ -14,6 +16,7 @@ module Bench
     cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - c0
     hwm = File.read("/proc/self/status")[/VmHWM:\s+(\d+)/, 1].to_i * 1024
     puts format("result wall=%.6f cpu=%.6f rss_peak=%d", wall, cpu, hwm)
+    $stdin.read if ENV["BENCH_WAIT"] == "1"
   end
 
   def self.scale

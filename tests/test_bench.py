@@ -1,0 +1,22 @@
+"""A quick smoke run of the benchmark driver: every figure is printed.
+Speed itself is checked by `make bench`, never by a timed test."""
+import os
+import re
+
+from conftest import ROOT, ptrace_allowed, run
+
+import pytest
+
+
+@pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
+def test_bench_smoke_prints_every_figure():
+    p = run([os.path.join(ROOT, "bench", "run"), "--smoke"], timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for workload in ("churn", "threads_zlib"):
+        for mode in ("preload", "attached", "sampled", "after-detach"):
+            assert re.search(rf"^{workload}\s+{mode}\s+[\d.]+M\s+[\d.]+x\s+[\d.]+x\s+[\d.]+x\s+-?\d+",
+                             out, re.M), (workload, mode, out)
+    assert re.search(r"injection pause over 3 attaches: median [\d.]+ ms, p99 [\d.]+ ms", out)
+    assert re.search(r"service throughput: before \d+ req/s, attached \d+ req/s", out)
+    assert re.search(r"leak ranking .*: full tracking first, sampled first", out), out
