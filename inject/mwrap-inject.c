@@ -179,7 +179,6 @@ int main(int argc, char **argv)
 	int c, verbose = 0, ntids, i, ret, code = EX_NOSAFE;
 	sigset_t guard, old;
 	char *end;
-	long paused_at = 0;
 	int use_gdb = 0;
 
 	while ((c = getopt_long(argc, argv, "p:t:vh", longopts, NULL)) != -1) {
@@ -263,7 +262,6 @@ int main(int argc, char **argv)
 		thr.verbose = verbose;
 		thr.deadline_ms = mwi_now_ms() + (long)(timeout * 1000);
 		ret = mwi_seize(&thr);
-		paused_at = mwi_now_us();
 		if (ret == -EPERM) {
 			code = fail(EX_PERM, "ptrace", "attach refused", EPERM);
 			break;
@@ -282,8 +280,7 @@ int main(int argc, char **argv)
 			mwi_release(&thr);
 			if (verbose)
 				fprintf(stderr, "mwrap-inject: thread %d paused "
-					"%ld us\n", (int)thr.tid,
-					mwi_now_us() - paused_at);
+					"%ld us\n", (int)thr.tid, thr.stopped_us);
 			break;
 		}
 		mwi_release(&thr);

@@ -103,10 +103,14 @@ static int interrupt(struct mwi_thread *t)
 
 int mwi_seize(struct mwi_thread *t)
 {
+	int ret;
+
 	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0))
 		return -errno;
 	t->seized = 1;
-	return interrupt(t);
+	ret = interrupt(t);
+	t->stop_start_us = mwi_now_us();
+	return ret;
 }
 
 static int get_regs(struct mwi_thread *t, struct user_regs_struct *r)
@@ -160,7 +164,10 @@ int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m)
 {
 	int attempt, ret;
 
-	for (attempt = 0; attempt < 40; attempt++) {
+	/* A few thousand steps leave any short libc routine; a long one
+	 * (a big memcpy) is better left to run and caught again later than
+	 * stepped through for a second. */
+	for (attempt = 0; attempt < 200; attempt++) {
 		int steps;
 
 		ret = check_point(t, m);
@@ -168,7 +175,7 @@ int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m)
 			return ret;
 		/* step out of libc/ld.so: it may hold malloc's or the
 		 * loader's state half-updated */
-		for (steps = 0; ret == 1 && steps < 100000; steps++) {
+		for (steps = 0; ret == 1 && steps < 2000; steps++) {
 			int status;
 
 			if (ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
@@ -193,11 +200,13 @@ int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m)
 		}
 		if (check_point(t, m) == 0)
 			return 0;
-		/* let it run a little and try again elsewhere */
+		/* let it run a little and try again */
 		if (ptrace(PTRACE_CONT, t->tid, 0, 0))
 			return -errno;
-		usleep(1000 + (unsigned)(attempt * 1500));
+		t->stopped_us += mwi_now_us() - t->stop_start_us;
+		usleep(200 + (unsigned)(attempt % 10) * 300);
 		ret = interrupt(t);
+		t->stop_start_us = mwi_now_us();
 		if (ret)
 			return ret;
 		if (mwi_now_ms() >= t->deadline_ms)
@@ -378,6 +387,7 @@ void mwi_release(struct mwi_thread *t)
 	}
 	ptrace(PTRACE_DETACH, t->tid, 0, 0);
 	t->seized = 0;
+	t->stopped_us += mwi_now_us() - t->stop_start_us;
 	for (i = 0; i < t->npending; i++) {
 		say(t, "re-sending signal %d\n", t->pending[i]);
 		syscall(SYS_tgkill, t->pid, t->tid, t->pending[i]);

@@ -27,6 +27,9 @@ struct mwi_thread {
 	unsigned char scratch_saved[8192];
 	size_t scratch_len;
 	long deadline_ms;			/* monotonic */
+	/* time the thread spent stopped by us (not while we let it run
+	 * between attempts at a safe point) */
+	long stopped_us, stop_start_us;
 	int verbose;
 };
 
