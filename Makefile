@@ -5,6 +5,9 @@ WARN = -Wall -Wextra -Werror
 PREFIX ?= /usr/local
 DESTDIR ?=
 PYTEST = /usr/bin/python3 -m pytest
+# where Debian's ruby looks for site libraries (make install)
+RUBY_SITELIB = $(shell ruby -e 'print RbConfig::CONFIG["sitelibdir"]' 2>/dev/null)
+RUBY_SITEARCH = $(shell ruby -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/dev/null)
 
 LIB_SRCS = preload/fmt.c preload/options.c preload/real.c preload/ruby.c \
 	preload/sites.c preload/live.c preload/track.c preload/hooks.c \
@@ -46,7 +49,16 @@ INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.
 C_TESTS = build/tests/test_options build/tests/test_control
 
 build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS) \
-	build/bench/libcount.so
+	build/bench/libcount.so ruby-ext/lib/mwrap_ext.so
+
+# The Ruby extension, built with mkmf against Debian's ruby-dev and put
+# next to lib/mwrap.rb, so `ruby -I ruby-ext/lib -rmwrap` finds both.
+ruby-ext/lib/mwrap_ext.so: ruby-ext/ext/mwrap_ext/mwrap_ext.c \
+		ruby-ext/ext/mwrap_ext/extconf.rb preload/mwrap.h
+	@mkdir -p build/ruby-ext
+	cd build/ruby-ext && ruby $(CURDIR)/ruby-ext/ext/mwrap_ext/extconf.rb >/dev/null && \
+		$(MAKE) --no-print-directory V=0 >/dev/null
+	cp build/ruby-ext/mwrap_ext.so $@
 
 build/bench/libcount.so: bench/count/count.c
 	@mkdir -p $(@D)
@@ -58,7 +70,8 @@ build/preload/%.o: preload/%.c
 
 preload/libmwrap.so: $(LIB_OBJS)
 	$(CC) -shared -o $@ $(LIB_OBJS) $(URCU_LIBS) \
-		-Wl,-rpath,'$$ORIGIN' -Wl,-z,nodelete -Wl,-z,now \
+		-Wl,-soname,libmwrap.so -Wl,-rpath,'$$ORIGIN' \
+		-Wl,-z,nodelete -Wl,-z,now \
 		-Wl,-z,relro -Wl,--no-undefined -lpthread -ldl
 
 inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h \
@@ -96,6 +109,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 preload/libmwrap.so $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
 	install -m 0755 scripts/mwrap $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(RUBY_SITELIB) $(DESTDIR)$(RUBY_SITEARCH)
+	install -m 0644 ruby-ext/lib/mwrap.rb $(DESTDIR)$(RUBY_SITELIB)/
+	install -m 0755 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
 	cp -P $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
 
 clean:

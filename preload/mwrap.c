@@ -184,6 +184,88 @@ EXPORT int mw_each(uint64_t min,
 	return ret;
 }
 
+/* "...[0xHEX]" at the end, or a bare "0xHEX": the address, else 0. */
+static uintptr_t parse_addr(const char *s)
+{
+	const char *p = strrchr(s, '[');
+	uintptr_t v = 0;
+	int digits = 0;
+
+	p = p ? p + 1 : s;
+	if (p[0] != '0' || (p[1] != 'x' && p[1] != 'X'))
+		return 0;
+	for (p += 2; *p && *p != ']'; p++, digits++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' :
+			(*p | 0x20) >= 'a' && (*p | 0x20) <= 'f' ?
+			(*p | 0x20) - 'a' + 10 : -1;
+
+		if (d < 0 || digits >= 16)
+			return 0;
+		v = v << 4 | (uintptr_t)d;
+	}
+	return digits ? v : 0;
+}
+
+EXPORT uint32_t mw_site_lookup(const char *location)
+{
+	const char *colon = strrchr(location, ':');
+	const struct mw_site *s = NULL;
+	uintptr_t addr = parse_addr(location);
+
+	if (addr)
+		s = mw_site_find_addr(addr);
+	if (!s && colon && colon[1]) {
+		const char *p;
+		long line = 0;
+
+		for (p = colon + 1; *p >= '0' && *p <= '9' && line < 1 << 30; p++)
+			line = line * 10 + (*p - '0');
+		if (!*p)
+			s = mw_site_find_location(location,
+						  (size_t)(colon - location),
+						  (int)line);
+	}
+	return s ? s->id : 0;
+}
+
+EXPORT int mw_site_info(uint32_t id, struct mw_site_info *si, char *buf,
+			size_t len)
+{
+	const struct mw_site *s = mw_site_get(id);
+
+	if (!s)
+		return -ENOENT;
+	site_info(s, si);
+	mw_site_name(s, buf, len);
+	si->location = buf;
+	return 0;
+}
+
+struct live_walk {
+	void (*fn)(uint64_t size, uint64_t generation, void *);
+	void *arg;
+};
+
+static void live_one(const struct mw_live_entry *e, void *arg)
+{
+	struct live_walk *w = arg;
+
+	w->fn(mw_live_size(e), mw_live_birth(e), w->arg);
+}
+
+EXPORT int mw_site_each_live(uint32_t id,
+			     void (*fn)(uint64_t, uint64_t, void *), void *arg)
+{
+	struct live_walk w = { fn, arg };
+
+	if (!mw_site_get(id))
+		return -ENOENT;
+	mw_quiet_enter();
+	mw_live_each(id, live_one, &w);
+	mw_quiet_leave();
+	return 0;
+}
+
 EXPORT int mw_stats(struct mw_stats *st)
 {
 	uint32_t id, n = mw_sites_count();

@@ -39,6 +39,23 @@ struct mw_site_info {
 int mw_each(uint64_t min, int (*fn)(const struct mw_site_info *, void *),
 	    void *arg);
 
+/* The site named @location: "path:line", or an address site by the
+ * "[0xADDR]" at the end of its name (any prefix), or a bare "0xADDR".
+ * Returns its id, or 0 if there is none.  Context: not a hook. */
+uint32_t mw_site_lookup(const char *location);
+
+/* Fills @si for site @id (si->location points into a static buffer of
+ * the caller's thread: @buf of @len bytes).  Returns 0 or -ENOENT. */
+int mw_site_info(uint32_t id, struct mw_site_info *si, char *buf, size_t len);
+
+/* Calls @fn(size, generation, arg) for each live block of site @id,
+ * outside our locks (the thread is quiet meanwhile; @fn may allocate).
+ * Generations are GC counts modulo 2^24 under Ruby.  Returns 0 or
+ * -ENOENT. */
+int mw_site_each_live(uint32_t id,
+		      void (*fn)(uint64_t size, uint64_t generation, void *),
+		      void *arg);
+
 /* Figures about the tracer itself. */
 struct mw_stats {
 	int enabled;

@@ -274,6 +274,43 @@ struct mw_site *mw_site_for_location(const char *path, int line)
 	return s;
 }
 
+static struct mw_site *find_only(struct key *k, unsigned long hash)
+{
+	struct mw_site *s;
+
+	if (!table)
+		return NULL;
+	rcu_read_lock();
+	s = lookup_rcu(k, hash);
+	rcu_read_unlock();
+	return s;
+}
+
+struct mw_site *mw_site_find_location(const char *path, size_t pathlen,
+				      int line)
+{
+	struct key k;
+
+	k.path = path;
+	k.pathlen = pathlen;
+	k.line = line;
+	k.addr = 0;
+	k.linelen = mw_fmt_u64(k.linebuf, (uint64_t)(unsigned)line);
+	return find_only(&k, hash_location(path, pathlen, line));
+}
+
+struct mw_site *mw_site_find_addr(uintptr_t addr)
+{
+	struct key k;
+
+	k.path = NULL;
+	k.pathlen = 0;
+	k.line = 0;
+	k.addr = addr;
+	k.linelen = 0;
+	return find_only(&k, hash_addr(addr));
+}
+
 struct mw_site *mw_site_for_addr(uintptr_t addr)
 {
 	struct key k;

@@ -46,6 +46,12 @@ int mw_sites_init(void);
 struct mw_site *mw_site_for_location(const char *path, int line);
 struct mw_site *mw_site_for_addr(uintptr_t addr);
 
+/* Finds an existing site without creating one; NULL if absent.
+ * Context: not a hook. */
+struct mw_site *mw_site_find_location(const char *path, size_t pathlen,
+				      int line);
+struct mw_site *mw_site_find_addr(uintptr_t addr);
+
 /* Number of ids handed out so far (ids 1 .. n-1 exist). */
 uint32_t mw_sites_count(void);
 

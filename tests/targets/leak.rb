@@ -5,6 +5,8 @@
 #   zlib          requires zlib and keeps a Deflate stream (ZLIB_LINE)
 #   fork          forks a child that allocates, prints and exits 0
 #   sleep S       sleeps S seconds, then says how long it took
+#   api LOC       requires mwrap (now, after any attach) and prints
+#                 "api TOTAL ALLOCATIONS LIVE_BLOCKS" of site LOC
 # On EOF prints "bye CHECKSUM" and exits 0.
 $stdout.sync = true
 KEEP = []
@@ -40,6 +42,10 @@ while (line = $stdin.gets)
     end
     _, st = Process.wait2(pid)
     puts "forked child exit=#{st.exitstatus}"
+  when "api"
+    require "mwrap"
+    loc = Mwrap[args[0]]
+    puts "api #{loc.total} #{loc.allocations} #{loc.each.count}"
   when "sleep"
     t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     sleep Float(args[0])

@@ -1,0 +1,186 @@
+"""The Mwrap Ruby API (ruby-ext/), with the mwrap gem's own test cases:
+under scripts/mwrap (preload), in a process attached late, and without
+libmwrap.so at all."""
+import os
+
+import pytest
+
+from conftest import MWRAP, ROOT, attach, parse_dump, ptrace_allowed, run
+
+EXT = os.path.join(ROOT, "ruby-ext", "lib")
+RUBY = ["ruby", "-w", "--disable=gems", "-I", EXT, "-rmwrap"]
+
+
+def api(*lines, env=None):
+    """Runs the -e lines (line N is -e:N) under the preload."""
+    argv = [MWRAP] + RUBY
+    for line in lines:
+        argv += ["-e", line]
+    return run(argv, env=env)
+
+
+def test_dump_to_stderr_names_line_1():
+    p = api('("helloworld"*1000).clear', "Mwrap.dump")
+    assert p.returncode == 0, p.stderr
+    total, calls = parse_dump(p.stderr)["-e:1"]
+    assert 10001 <= total < 10001 + 1024 and 1 <= calls <= 10
+
+
+def test_clear_drops_earlier_lines():
+    p = api('("0"*10000).clear', "Mwrap.clear", '("0"*20000).clear',
+            "Mwrap.dump($stdout, 9999)")
+    assert p.returncode == 0, p.stderr
+    sites = parse_dump(p.stdout)
+    assert "-e:1" not in sites
+    assert sites["-e:3"][0] >= 20001
+    assert all(total > 9999 for total, _ in sites.values())
+
+
+def test_each_yields_frozen_locations():
+    p = api("n = 0",
+            "Mwrap.each(1000) { |loc, total, calls, frees, age_total, max_life|",
+            "  raise loc.inspect unless loc.frozen? && String === loc",
+            "  raise 'total < calls' unless total >= calls && calls > 0",
+            "  raise 'types' unless [frees, age_total, max_life].all?(Integer)",
+            "  n += 1 }",
+            "puts n")
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout) > 0
+
+
+def test_aref_each_sizes_and_generations():
+    p = api("GC.disable; gen = GC.count",
+            "Mwrap.reset",
+            'keep = "0" * 10000',
+            'rows = []; Mwrap["-e:3"].each { |size, g| rows << [size, g] }',
+            "big = rows.select { |s, _| s >= 10000 }",
+            "raise rows.inspect unless big.size == 1 && big[0][1] >= gen",
+            "puts keep.size")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "10000\n"
+
+
+def test_address_site_found_by_any_prefix():
+    p = api("addr = nil",
+            "Mwrap.each(1) { |loc, *| addr ||= loc if loc =~ /\\[0x\\h+\\]\\z/ }",
+            "raise 'no address site' unless addr",
+            "loc = Mwrap[\"bobloblaw\\t#{addr[/\\[0x\\h+\\]/]}\"]",
+            "raise 'lookup failed' unless loc.is_a?(Mwrap::SourceLocation)",
+            "raise 'name' unless loc.name == addr && loc.name.frozen?",
+            "puts 'ok'")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "ok\n"
+
+
+def test_dump_of_non_io_is_type_error():
+    p = api("begin; Mwrap.dump(:bogus); rescue TypeError; puts 'TypeError'; end")
+    assert p.stdout == "TypeError\n"
+
+
+def test_source_location_counts_and_lifespans(tmp):
+    script = tmp / "srcloc.rb"
+    script.write_text("""\
+GC.disable
+s = "x" * 10000
+loc = Mwrap["#{__FILE__}:2"]
+raise "name" unless loc.name == "#{__FILE__}:2"
+# the 10,001-byte buffer, plus Ruby 3.1's few small method-cache
+# allocations the first time a line calls a method
+raise "total #{loc.total}" unless loc.total >= 10001
+raise "allocations #{loc.allocations}" unless (1..5).cover?(loc.allocations)
+raise "frees #{loc.frees}" unless loc.frees == 0
+raise "mean" unless loc.mean_lifespan == Float::INFINITY
+raise "live" unless loc.each.map { |size, _| size }.max == 10001
+s.clear
+GC.enable
+GC.start
+raise "frees after clear #{loc.frees}" unless loc.frees == 1
+raise "live after clear" if loc.each.any? { |size, _| size >= 10001 }
+raise "types" unless loc.mean_lifespan.is_a?(Float) && loc.max_lifespan.is_a?(Integer)
+puts "ok"
+""")
+    p = run([MWRAP] + RUBY + [str(script)])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "ok\n"
+
+
+def test_quiet_depth_block_value_and_nothing_recorded():
+    p = api("v = Mwrap.quiet { |d| a = Mwrap.quiet { |d2| [d, d2] }",
+            '  "q" * 50_000; a }',
+            "raise v.inspect unless v == [1, 2]",
+            'raise "recorded" if Mwrap["-e:2"]',
+            "puts :ok")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "ok\n"
+
+
+def test_total_bytes():
+    p = api('x = "a" * 100_000; x = nil; GC.start',
+            "a, f = Mwrap.total_bytes_allocated, Mwrap.total_bytes_freed",
+            "raise [a, f].inspect unless a > f && f > 0",
+            "puts :ok")
+    assert p.returncode == 0, p.stderr
+
+
+ARTICLE = """\
+require 'fiddle'
+ptrs = Array.new(100_000)
+i = 0
+while i < 100_000
+  ptrs[i] = Fiddle.malloc(1024)
+  i += 1
+end
+i = 0
+while i < 50_000
+  Fiddle.free(ptrs[i])
+  i += 1
+end
+require 'mwrap'
+results = []
+Mwrap.each do |location, total, allocations, frees, age_total, max_lifespan|
+  results << [location, ((total / allocations.to_f) * (allocations - frees)), allocations, frees]
+end
+results.sort! { |(_, growth_a), (_, growth_b)| growth_b <=> growth_a }
+results[0, 3].each { |location, growth, allocations, frees|
+  puts "#{location} #{growth.to_i} #{allocations} #{frees}"
+}
+"""
+
+
+def test_the_article_script_runs_unchanged(tmp):
+    script = tmp / "leak.rb"
+    script.write_text(ARTICLE)
+    p = run([MWRAP, "ruby", "-I", EXT, str(script)])
+    assert p.returncode == 0, p.stderr
+    loc, growth, allocs, frees = p.stdout.splitlines()[0].split()
+    assert loc == f"{script}:5"
+    assert abs(int(growth) - 51_200_000) < 51_200
+    assert 100_000 <= int(allocs) <= 100_050 and 50_000 <= int(frees) <= 50_050
+
+
+def test_without_libmwrap_require_works_and_calls_raise():
+    p = run(RUBY + ["-e", "puts Mwrap::VERSION",
+                    "-e", "begin; Mwrap.each {}; rescue Mwrap::NotLoaded => e; puts e.message; end"])
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "0.1"
+    assert "libmwrap.so is not loaded" in lines[1] and "mwrap-attach" in lines[1]
+
+
+@pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
+def test_api_in_a_process_attached_late(spawn):
+    target = os.path.join(ROOT, "tests", "targets", "leak.rb")
+    t = spawn(["ruby", target], env={"RUBYLIB": EXT})
+    ready = t.expect("ready")
+    line = int(ready.split()[2].split("=")[1])
+    p = attach(["-p", str(t.pid), "--keep"])
+    assert p.returncode == 0, p.stderr
+    t.send("leak 200 5000")
+    t.expect("leaked")
+    t.send(f"api {target}:{line}")
+    out = t.expect("api")
+    _, total, allocations, live = out.split()
+    assert int(total) >= 200 * 5000 and int(allocations) >= 200
+    assert int(live) >= 200
+    attach(["-p", str(t.pid), "--detach"])
+    assert t.finish()[0] == 0
