@@ -11,6 +11,7 @@
 #include "dump.h"
 #include "fmt.h"
 #include "got.h"
+#include "heap.h"
 #include "live.h"
 #include "mwrap.h"
 #include "options.h"
@@ -314,6 +315,8 @@ static void *helper_main(void *arg)
 		       strerrordesc_np(-ret));
 		goto fail;
 	}
+	mw_heap_init();
+	mw_got_set_kinds(MW_GOT_ALLOC | MW_GOT_HEAP);
 	mw_track_enable();
 	slots_now = (uint64_t)mw_got_patch_all();
 	mw_fmt_u64(num, slots_now);

@@ -93,6 +93,24 @@ void mw_out_i64(struct mw_out *o, int64_t v)
 	}
 }
 
+void mw_out_fixed3(struct mw_out *o, double v)
+{
+	uint64_t milli;
+
+	if (!(v < 9.2e18)) {
+		mw_out_str(o, "Infinity");
+		return;
+	}
+	if (v < 0)
+		v = 0;
+	milli = (uint64_t)(v * 1000 + 0.5);
+	mw_out_u64(o, milli / 1000, 0);
+	mw_out_chr(o, '.');
+	mw_out_chr(o, (char)('0' + milli / 100 % 10));
+	mw_out_chr(o, (char)('0' + milli / 10 % 10));
+	mw_out_chr(o, (char)('0' + milli % 10));
+}
+
 void mw_out_hex(struct mw_out *o, uint64_t v)
 {
 	static const char digits[] = "0123456789abcdef";

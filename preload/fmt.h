@@ -25,6 +25,9 @@ void mw_out_chr(struct mw_out *o, char c);
 /* Decimal, right-aligned in @width columns (0: no padding). */
 void mw_out_u64(struct mw_out *o, uint64_t v, int width);
 void mw_out_i64(struct mw_out *o, int64_t v);
+/* A non-negative double with 3 decimals ("1.500"), or "Infinity" above
+ * 2^63. */
+void mw_out_fixed3(struct mw_out *o, double v);
 /* "0x" followed by lower-case hex digits. */
 void mw_out_hex(struct mw_out *o, uint64_t v);
 /* A JSON string literal, quotes included; bytes < 0x20, '"' and '\\'

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "got.h"
 #include "real.h"
+#include "heap.h"
 #include "spin.h"
 #include "track.h"
 
@@ -18,20 +19,32 @@
 static const struct {
 	const char *name;
 	void *hook;
+	unsigned kind;		/* MW_GOT_* */
 } hooks[] = {
-	{ "malloc", (void *)mw_hook_malloc },
-	{ "calloc", (void *)mw_hook_calloc },
-	{ "realloc", (void *)mw_hook_realloc },
-	{ "reallocarray", (void *)mw_hook_reallocarray },
-	{ "free", (void *)mw_hook_free },
-	{ "posix_memalign", (void *)mw_hook_posix_memalign },
-	{ "aligned_alloc", (void *)mw_hook_aligned_alloc },
-	{ "memalign", (void *)mw_hook_memalign },
-	{ "valloc", (void *)mw_hook_valloc },
-	{ "pvalloc", (void *)mw_hook_pvalloc },
-	{ "dlopen", (void *)mw_hook_dlopen },
-	{ "dlclose", (void *)mw_hook_dlclose },
+	{ "malloc", (void *)mw_hook_malloc, MW_GOT_ALLOC },
+	{ "calloc", (void *)mw_hook_calloc, MW_GOT_ALLOC },
+	{ "realloc", (void *)mw_hook_realloc, MW_GOT_ALLOC },
+	{ "reallocarray", (void *)mw_hook_reallocarray, MW_GOT_ALLOC },
+	{ "free", (void *)mw_hook_free, MW_GOT_ALLOC },
+	{ "posix_memalign", (void *)mw_hook_posix_memalign, MW_GOT_ALLOC },
+	{ "aligned_alloc", (void *)mw_hook_aligned_alloc, MW_GOT_ALLOC },
+	{ "memalign", (void *)mw_hook_memalign, MW_GOT_ALLOC },
+	{ "valloc", (void *)mw_hook_valloc, MW_GOT_ALLOC },
+	{ "pvalloc", (void *)mw_hook_pvalloc, MW_GOT_ALLOC },
+	{ "dlopen", (void *)mw_hook_dlopen, MW_GOT_ALLOC },
+	{ "dlclose", (void *)mw_hook_dlclose, MW_GOT_ALLOC },
+	/* Ruby's heap pages: libruby's own calls only */
+	{ "mmap", (void *)mw_hook_mmap, MW_GOT_HEAP },
+	{ "munmap", (void *)mw_hook_munmap, MW_GOT_HEAP },
 };
+
+/* What mw_got_patch_all patches (MW_GOT_*); set by mw_got_set_kinds. */
+static unsigned patch_kinds = MW_GOT_ALLOC | MW_GOT_HEAP;
+
+void mw_got_set_kinds(unsigned kinds)
+{
+	patch_kinds = kinds;
+}
 #define NHOOKS (sizeof(hooks) / sizeof(hooks[0]))
 
 /* One patched slot.  The table is protected by got_lock. */
@@ -108,6 +121,7 @@ static struct slot *find_slot_locked(void **addr)
 }
 
 struct scan {
+	int is_ruby;		/* libruby: also mmap/munmap */
 	uintptr_t base;
 	const void *dyn;
 	uintptr_t relro_lo, relro_hi;
@@ -136,7 +150,8 @@ static void patch_rela_locked(struct scan *sc, const ElfW(Rela) *rel,
 		for (h = 0; h < NHOOKS; h++)
 			if (strcmp(name, hooks[h].name) == 0)
 				break;
-		if (h == NHOOKS)
+		if (h == NHOOKS || !(hooks[h].kind & patch_kinds) ||
+		    (hooks[h].kind == MW_GOT_HEAP && !sc->is_ruby))
 			continue;
 		addr = (void **)(sc->base + rel[i].r_offset);
 		if (*addr == hooks[h].hook)
@@ -179,6 +194,7 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 	if (skip_object(info->dlpi_name, info->dlpi_addr))
 		return 0;
 	sc.base = info->dlpi_addr;
+	sc.is_ruby = strstr(info->dlpi_name, "libruby") != NULL;
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 

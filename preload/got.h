@@ -9,6 +9,12 @@
 #ifndef MW_GOT_H
 #define MW_GOT_H
 
+/* What to hook: the malloc family and dlopen/dlclose (attach), and
+ * libruby's mmap/munmap for heap pages (both modes). */
+#define MW_GOT_ALLOC 1u
+#define MW_GOT_HEAP 2u
+void mw_got_set_kinds(unsigned kinds);
+
 /* Patches every loaded object not patched yet.  Returns the number of
  * slots patched now (>= 0) or -errno.
  * Context: not a hook; takes the GOT lock, then the loader's lock. */

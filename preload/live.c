@@ -122,7 +122,8 @@ int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
 	return ret;
 }
 
-int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
+static int remove_entry(uintptr_t ptr, struct mw_live_entry *out,
+			int count_unknown)
 {
 	uint64_t h = mix(ptr);
 	struct shard *sh = shard_of(h);
@@ -133,13 +134,13 @@ int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
 	mask = sh->mask;
 	s = sh->slots;
 	if (!mask) {
-		sh->unknown++;
+		sh->unknown += (uint64_t)count_unknown;
 		mw_spin_unlock(&sh->lock);
 		return 0;
 	}
 	for (i = home(h, mask); mw_live_ptr(&s[i]) != ptr; i = (i + 1) & mask) {
 		if (!s[i].key) {
-			sh->unknown++;
+			sh->unknown += (uint64_t)count_unknown;
 			mw_spin_unlock(&sh->lock);
 			return 0;
 		}
@@ -160,6 +161,16 @@ int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
 	sh->count--;
 	mw_spin_unlock(&sh->lock);
 	return 1;
+}
+
+int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
+{
+	return remove_entry(ptr, out, 1);
+}
+
+int mw_live_take(uintptr_t ptr, struct mw_live_entry *out)
+{
+	return remove_entry(ptr, out, 0);
 }
 
 void mw_live_each(uint32_t site,
@@ -198,18 +209,38 @@ void mw_live_each(uint32_t site,
 	}
 }
 
-void mw_live_clear(void)
+void mw_live_clear(uint32_t keep)
 {
 	unsigned s;
 
 	for (s = 0; s < NSHARDS; s++) {
 		struct shard *sh = &shards[s];
+		uint32_t n, i, j;
+		struct mw_live_entry *slots;
 
 		mw_spin_lock(&sh->lock);
-		if (sh->mask)
-			memset(sh->slots, 0, ((size_t)sh->mask + 1) *
-					     sizeof(struct mw_live_entry));
-		sh->count = 0;
+		n = sh->mask ? sh->mask + 1 : 0;
+		slots = n && keep ? map_slots(n) : NULL;
+		if (slots) {		/* rebuild with the kept entries only */
+			sh->count = 0;
+			for (i = 0; i < n; i++) {
+				if (!sh->slots[i].key ||
+				    mw_live_site(&sh->slots[i]) != keep)
+					continue;
+				j = home(mix(mw_live_ptr(&sh->slots[i])),
+					 sh->mask);
+				while (slots[j].key)
+					j = (j + 1) & sh->mask;
+				slots[j] = sh->slots[i];
+				sh->count++;
+			}
+			munmap(sh->slots, (size_t)n * sizeof(*slots));
+			sh->slots = slots;
+		} else {
+			if (n)
+				memset(sh->slots, 0, (size_t)n * sizeof(*slots));
+			sh->count = 0;
+		}
 		sh->unknown = 0;
 		mw_spin_unlock(&sh->lock);
 	}

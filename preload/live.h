@@ -69,6 +69,10 @@ void mw_live_prefetch(uintptr_t ptr);
  * the pointer is unknown.  Context: as mw_live_insert. */
 int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out);
 
+/* As mw_live_remove, but a pointer not found is not counted as an
+ * unknown free (for lookups that may well miss).  Context: hook. */
+int mw_live_take(uintptr_t ptr, struct mw_live_entry *out);
+
 /* Calls @fn on a copy of every entry (of one site when @site != 0),
  * outside the shard locks, so @fn may allocate.  Entries moved by a
  * concurrent resize may be missed or seen twice.
@@ -77,9 +81,10 @@ void mw_live_each(uint32_t site,
 		  void (*fn)(const struct mw_live_entry *e, void *arg),
 		  void *arg);
 
-/* Empties the table (keeps its memory): blocks recorded so far become
- * unknown, so their frees are no longer counted.  Context: not a hook. */
-void mw_live_clear(void);
+/* Empties the table but for the entries of site @keep (0: none): blocks
+ * recorded so far become unknown, so their frees are no longer counted.
+ * Context: not a hook. */
+void mw_live_clear(uint32_t keep);
 
 /* Entries held now, and bytes of memory mapped for the table. */
 uint64_t mw_live_count(void);

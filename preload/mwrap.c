@@ -4,6 +4,9 @@
 #define _GNU_SOURCE
 #include "mwrap.h"
 #include "dump.h"
+#include "fmt.h"
+#include "got.h"
+#include "heap.h"
 #include "live.h"
 #include "options.h"
 #include "real.h"
@@ -34,6 +37,65 @@ static void say(const char *a, const char *b)
 			return;
 }
 
+static void page_line(uintptr_t addr, uint64_t generation, void *arg)
+{
+	struct mw_out *o = arg;
+
+	mw_out_hex(o, addr);
+	mw_out_chr(o, '\t');
+	mw_out_u64(o, generation, 0);
+	mw_out_chr(o, '\n');
+}
+
+static void out_i64(struct mw_out *o, const char *name, int64_t v)
+{
+	mw_out_str(o, name);
+	mw_out_i64(o, v);
+	mw_out_chr(o, '\n');
+}
+
+static void out_f(struct mw_out *o, const char *name, double v)
+{
+	mw_out_str(o, name);
+	mw_out_fixed3(o, v);
+	mw_out_chr(o, '\n');
+}
+
+/* dump_heap:MASK: 1 heap-page stats, 2 one line per live page. */
+static void dump_heap_pages(int fd, unsigned mask)
+{
+	struct mw_heap_pages st;
+	struct mw_out o;
+
+	mw_heap_pages_stat(&st);
+	mw_out_init(&o, fd);
+	if (!st.page_size)
+		mw_out_str(&o, "# no heap pages tracked (not a Ruby process)\n");
+	if (mask & 1) {
+		out_i64(&o, "heap_page_size: ", (int64_t)st.page_size);
+		out_i64(&o, "heap_pages: ", (int64_t)st.live_pages);
+		out_i64(&o, "heap_pages_allocated: ",
+			(int64_t)st.allocated_pages);
+		out_i64(&o, "heap_pages_freed: ", (int64_t)st.freed_pages);
+		out_i64(&o, "lifespan_max: ", st.lifespan_max);
+		out_i64(&o, "lifespan_min: ", st.lifespan_min);
+		out_f(&o, "lifespan_mean: ", st.lifespan_mean);
+		out_f(&o, "lifespan_stddev: ", st.lifespan_stddev);
+		/* mwrap parked freed pages to measure reuse; we never
+		 * change the allocator, so these stay empty */
+		mw_out_str(&o, "deathspan_max: -1\ndeathspan_min: -1\n"
+			       "deathspan_mean: Infinity\n"
+			       "deathspan_stddev: 0.000\nresurrects: 0\n");
+		out_i64(&o, "gc_count: ", (int64_t)mw_ruby_generation);
+	}
+	mw_out_flush(&o);
+	if (mask & 2) {
+		mw_out_init(&o, fd);
+		mw_heap_pages_each(page_line, &o);
+		mw_out_flush(&o);
+	}
+}
+
 static void exit_dump(void)
 {
 	const struct mw_options *o = &preload_opts;
@@ -51,19 +113,8 @@ static void exit_dump(void)
 	}
 	if (fd >= 0 && !(o->dump_heap & 4))
 		mw_dump(fd, o->dump_min, o->format);
-	if (fd >= 0 && (o->dump_heap & 3)) {
-		/* Ruby >= 3.1 mmaps its heap pages; tracking them is the Ruby
-		 * API's work.  Until then say so in mwrap's stat layout. */
-		static const char none[] =
-			"# no heap pages tracked\n"
-			"lifespan_max: -1\nlifespan_min: -1\n"
-			"lifespan_mean: Infinity\nlifespan_stddev: 0.0\n"
-			"deathspan_max: -1\ndeathspan_min: -1\n"
-			"deathspan_mean: Infinity\ndeathspan_stddev: 0.0\n"
-			"resurrects: 0\n";
-		if (write(fd, none, sizeof(none) - 1) < 0)
-			say("cannot write heap stats", "");
-	}
+	if (fd >= 0 && (o->dump_heap & 3))
+		dump_heap_pages(fd, o->dump_heap);
 	if (own && fd >= 0)
 		close(fd);
 	/* Later exit handlers and destructors (liburcu's among them) may
@@ -105,6 +156,11 @@ __attribute__((constructor)) static void mw_preload_init(void)
 		atexit(exit_dump);
 	mw_sample_bytes = preload_opts.sample;
 	mw_track_enable();
+	/* interposition covers malloc; heap pages need libruby's GOT */
+	if (mw_heap_init()) {
+		mw_got_set_kinds(MW_GOT_HEAP);
+		mw_got_patch_all();
+	}
 out:
 	mw_tls.guard--;
 }
@@ -262,6 +318,45 @@ EXPORT int mw_site_each_live(uint32_t id,
 		return -ENOENT;
 	mw_quiet_enter();
 	mw_live_each(id, live_one, &w);
+	mw_quiet_leave();
+	return 0;
+}
+
+EXPORT int mw_heap_pages_stat(struct mw_heap_pages *out)
+{
+	struct mw_heap_stat st;
+
+	mw_heap_stat(&st);
+	out->page_size = st.page_size;
+	out->live_pages = st.live_pages;
+	out->allocated_pages = st.allocated_pages;
+	out->freed_pages = st.freed_pages;
+	out->lifespan_min = st.lifespan_min;
+	out->lifespan_max = st.lifespan_max;
+	out->lifespan_mean = st.lifespan_mean;
+	out->lifespan_stddev = st.lifespan_stddev;
+	return 0;
+}
+
+struct page_walk {
+	void (*fn)(uintptr_t, uint64_t, void *);
+	void *arg;
+};
+
+static void page_one(const struct mw_live_entry *e, void *arg)
+{
+	struct page_walk *w = arg;
+
+	w->fn(mw_live_ptr(e), mw_live_birth(e), w->arg);
+}
+
+EXPORT int mw_heap_pages_each(void (*fn)(uintptr_t, uint64_t, void *),
+			      void *arg)
+{
+	struct page_walk w = { fn, arg };
+
+	mw_quiet_enter();
+	mw_live_each(MW_SITE_HEAP_PAGES, page_one, &w);
 	mw_quiet_leave();
 	return 0;
 }

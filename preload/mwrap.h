@@ -56,6 +56,19 @@ int mw_site_each_live(uint32_t id,
 		      void (*fn)(uint64_t size, uint64_t generation, void *),
 		      void *arg);
 
+/* Ruby heap pages (Mwrap::HeapPageBody): the live ones, and statistics
+ * of the freed ones' lifespans in GC generations (-1 / infinity / 0
+ * when none was freed).  Context: not a hook. */
+struct mw_heap_pages {
+	uint64_t page_size;		/* 0: not tracked in this process */
+	uint64_t live_pages, allocated_pages, freed_pages;
+	int64_t lifespan_min, lifespan_max;
+	double lifespan_mean, lifespan_stddev;
+};
+int mw_heap_pages_stat(struct mw_heap_pages *st);
+int mw_heap_pages_each(void (*fn)(uintptr_t addr, uint64_t generation,
+				  void *arg), void *arg);
+
 /* Figures about the tracer itself. */
 struct mw_stats {
 	int enabled;

@@ -171,7 +171,7 @@ static struct mw_site *site_new_locked(void)
 	uint32_t id = next_id;
 	struct mw_site **chunk = &chunks[id >> CHUNK_SHIFT];
 
-	if (id >= MW_SITE_MAX)
+	if (id >= MW_SITE_MAX - 1)	/* the last id is heap.h's */
 		return NULL;
 	if (!*chunk) {
 		void *m = mmap(NULL, CHUNK * sizeof(struct mw_site),

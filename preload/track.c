@@ -1,6 +1,7 @@
 /* track.c - see track.h */
 #define _GNU_SOURCE
 #include "track.h"
+#include "heap.h"
 #include "ruby.h"
 #include "sample.h"
 #include "sites.h"
@@ -126,7 +127,7 @@ void mw_track_reset(void)
 {
 	/* blocks born before the reset are forgotten: their frees then
 	 * pass through uncounted, as in a fresh window */
-	mw_live_clear();
+	mw_live_clear(MW_SITE_HEAP_PAGES);	/* heap pages stay known */
 	mw_sample_clear();
 	mw_sites_reset();
 	mw_track_since_ns = mw_monotonic_ns();

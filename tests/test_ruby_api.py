@@ -184,3 +184,58 @@ def test_api_in_a_process_attached_late(spawn):
     assert int(live) >= 200
     attach(["-p", str(t.pid), "--detach"])
     assert t.finish()[0] == 0
+
+
+HEAP_CHECK = """\
+a = []; 200_000.times { a << Object.new }; a = nil; GC.start
+n = 0
+Mwrap::HeapPageBody.each do |addr, gen|
+  raise "unaligned #{addr}" unless addr % GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE] == 0
+  raise "generation #{gen}" unless gen.between?(0, GC.count)
+  n += 1
+end
+st = Mwrap::HeapPageBody.stat
+raise st.inspect unless st[:lifespan_mean].is_a?(Float) && st[:lifespan_max].is_a?(Integer)
+raise st.inspect unless st[:deathspan_min] <= st[:deathspan_max]
+raise st.inspect unless st[:freed_pages] > 0 && st[:bytes] == n * st[:page_size]
+puts "#{n} #{GC.stat(:heap_allocated_pages)}"
+"""
+
+
+def test_heap_page_body_counts_every_page(tmp):
+    """Ruby 3.1 mmaps its heap pages: we count exactly Ruby's own
+    heap_allocated_pages in preload mode."""
+    script = tmp / "heap.rb"
+    script.write_text(HEAP_CHECK)
+    p = run([MWRAP] + RUBY + [str(script)])
+    assert p.returncode == 0, p.stderr
+    ours, rubys = p.stdout.split()
+    assert int(ours) == int(rubys) > 0
+
+
+def test_dump_heap_pages_lines(tmp):
+    path = tmp / "heap.dump"
+    p = api("a = []; 50_000.times { a << Object.new }",
+            env={"MWRAP": f"dump_path:{path},dump_heap:7"})
+    assert p.returncode == 0, p.stderr
+    text = path.read_text()
+    assert "heap_page_size: 16384" in text and "lifespan_stddev: " in text
+    pages = [l for l in text.splitlines() if l.startswith("0x")]
+    assert pages and all(int(l.split("\t")[0], 16) % 16384 == 0 for l in pages)
+    assert parse_dump(text) == {}
+
+
+@pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
+def test_heap_pages_after_attach(spawn):
+    target = os.path.join(ROOT, "tests", "targets", "leak.rb")
+    t = spawn(["ruby", target], env={"RUBYLIB": EXT})
+    t.expect("ready")
+    p = attach(["-p", str(t.pid), "--keep"])
+    assert p.returncode == 0, p.stderr
+    t.send("objects 300000")
+    t.expect("objects")
+    t.send("pages")
+    _, pages, page_size = t.expect("pages").split()
+    assert int(pages) > 10 and int(page_size) == 16384
+    attach(["-p", str(t.pid), "--detach"])
+    assert t.finish()[0] == 0

@@ -5,6 +5,8 @@
 #   zlib          requires zlib and keeps a Deflate stream (ZLIB_LINE)
 #   fork          forks a child that allocates, prints and exits 0
 #   sleep S       sleeps S seconds, then says how long it took
+#   objects N     keeps N plain objects (new Ruby heap pages)
+#   pages         requires mwrap, prints "pages COUNT PAGE_SIZE"
 #   api LOC       requires mwrap (now, after any attach) and prints
 #                 "api TOTAL ALLOCATIONS LIVE_BLOCKS" of site LOC
 # On EOF prints "bye CHECKSUM" and exits 0.
@@ -42,6 +44,12 @@ while (line = $stdin.gets)
     end
     _, st = Process.wait2(pid)
     puts "forked child exit=#{st.exitstatus}"
+  when "objects"
+    KEEP << Array.new(Integer(args[0])) { Object.new }
+    puts "objects #{args[0]}"
+  when "pages"
+    require "mwrap"
+    puts "pages #{Mwrap::HeapPageBody.each.count} #{Mwrap::HeapPageBody.stat[:page_size]}"
   when "api"
     require "mwrap"
     loc = Mwrap[args[0]]

@@ -16,7 +16,7 @@
 
 #include "mwrap.h"
 
-static VALUE mMwrap, cSourceLocation, eNotLoaded;
+static VALUE mMwrap, cSourceLocation, cHeapPageBody, eNotLoaded;
 
 static struct {
 	int (*dump_fd)(int, uint64_t, int);
@@ -30,6 +30,8 @@ static struct {
 	int (*info)(uint32_t, struct mw_site_info *, char *, size_t);
 	int (*each_live)(uint32_t, void (*)(uint64_t, uint64_t, void *),
 			 void *);
+	int (*heap_stat)(struct mw_heap_pages *);
+	int (*heap_each)(void (*)(uintptr_t, uint64_t, void *), void *);
 } api;
 static int api_ready;
 
@@ -49,10 +51,12 @@ static void load_api(void)
 	SYM(lookup, "mw_site_lookup");
 	SYM(info, "mw_site_info");
 	SYM(each_live, "mw_site_each_live");
+	SYM(heap_stat, "mw_heap_pages_stat");
+	SYM(heap_each, "mw_heap_pages_each");
 #undef SYM
 	api_ready = api.dump_fd && api.reset && api.quiet_enter &&
 		    api.quiet_leave && api.each && api.stats && api.lookup &&
-		    api.info && api.each_live;
+		    api.info && api.each_live && api.heap_stat && api.heap_each;
 }
 
 static void need_api(void)
@@ -257,6 +261,64 @@ static VALUE srcloc_each(VALUE self)
 	return self;
 }
 
+/* --- Mwrap::HeapPageBody: Ruby's object heap pages --------------------- */
+
+static void collect_page(uintptr_t addr, uint64_t generation, void *arg)
+{
+	rb_ary_push((VALUE)arg, rb_assoc_new(ULL2NUM(addr), ULL2NUM(generation)));
+}
+
+/* HeapPageBody.each { |address, generation| } -> nil */
+static VALUE hpb_each(VALUE mod)
+{
+	VALUE rows = rb_ary_new();
+	long i;
+
+	RETURN_ENUMERATOR(mod, 0, 0);
+	need_api();
+	api.heap_each(collect_page, (void *)rows);
+	for (i = 0; i < RARRAY_LEN(rows); i++)
+		rb_yield_splat(RARRAY_AREF(rows, i));
+	RB_GC_GUARD(rows);
+	return Qnil;
+}
+
+static void set(VALUE h, const char *key, VALUE v)
+{
+	rb_hash_aset(h, ID2SYM(rb_intern(key)), v);
+}
+
+/* HeapPageBody.stat(hash = {}) -> hash: lifespans of freed pages in GC
+ * generations (mwrap's keys), and page counts and bytes.  deathspan_*
+ * and resurrects stay empty: mwrap measured them by parking freed pages,
+ * which changes the allocator; we never do. */
+static VALUE hpb_stat(int argc, VALUE *argv, VALUE mod)
+{
+	struct mw_heap_pages st;
+	VALUE h;
+
+	rb_check_arity(argc, 0, 1);
+	h = argc ? argv[0] : rb_hash_new();
+	Check_Type(h, T_HASH);
+	need_api();
+	api.heap_stat(&st);
+	set(h, "lifespan_max", LL2NUM(st.lifespan_max));
+	set(h, "lifespan_min", LL2NUM(st.lifespan_min));
+	set(h, "lifespan_mean", DBL2NUM(st.lifespan_mean));
+	set(h, "lifespan_stddev", DBL2NUM(st.lifespan_stddev));
+	set(h, "deathspan_max", INT2NUM(-1));
+	set(h, "deathspan_min", INT2NUM(-1));
+	set(h, "deathspan_mean", DBL2NUM(HUGE_VAL));
+	set(h, "deathspan_stddev", DBL2NUM(0.0));
+	set(h, "resurrects", INT2NUM(0));
+	set(h, "page_size", ULL2NUM(st.page_size));
+	set(h, "pages", ULL2NUM(st.live_pages));
+	set(h, "bytes", ULL2NUM(st.live_pages * st.page_size));
+	set(h, "allocated_pages", ULL2NUM(st.allocated_pages));
+	set(h, "freed_pages", ULL2NUM(st.freed_pages));
+	return h;
+}
+
 void Init_mwrap_ext(void)
 {
 	mMwrap = rb_define_module("Mwrap");
@@ -265,6 +327,10 @@ void Init_mwrap_ext(void)
 	cSourceLocation = rb_define_class_under(mMwrap, "SourceLocation",
 						rb_cObject);
 	rb_undef_alloc_func(cSourceLocation);
+	cHeapPageBody = rb_define_class_under(mMwrap, "HeapPageBody",
+					      rb_cObject);
+	rb_define_singleton_method(cHeapPageBody, "each", hpb_each, 0);
+	rb_define_singleton_method(cHeapPageBody, "stat", hpb_stat, -1);
 
 	rb_define_singleton_method(mMwrap, "dump", mwrap_dump, -1);
 	rb_define_singleton_method(mMwrap, "reset", mwrap_reset, 0);

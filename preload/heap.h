@@ -1,0 +1,41 @@
+/* heap.h - Ruby heap pages (Mwrap::HeapPageBody).
+ *
+ * Ruby >= 3.1 gets its object heap pages with mmap, not posix_memalign
+ * as mwrap 2.x assumed: an anonymous mapping of two page sizes, trimmed
+ * by munmap to one aligned page body, later freed by munmap.  We hook
+ * mmap/munmap in libruby only (GOT), keep page bodies in the live table
+ * under a reserved site id (so they never show in site dumps), and keep
+ * statistics of their lifespans in GC generations.
+ */
+#ifndef MW_HEAP_H
+#define MW_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sites.h"
+
+/* The live-table site id of heap page bodies (never a real site). */
+#define MW_SITE_HEAP_PAGES (MW_SITE_MAX - 1)
+
+/* Finds mmap/munmap and the page size of this Ruby.  Returns 1 if heap
+ * pages can be tracked.  Context: not a hook. */
+int mw_heap_init(void);
+
+/* The GOT patcher points libruby's mmap/munmap slots here. */
+void *mw_hook_mmap(void *addr, size_t len, int prot, int flags, int fd,
+		   off_t off);
+int mw_hook_munmap(void *addr, size_t len);
+
+struct mw_heap_stat {
+	uint64_t page_size;
+	uint64_t live_pages, allocated_pages, freed_pages;
+	/* lifespans of freed pages, GC generations; -1 / Inf when none */
+	int64_t lifespan_min, lifespan_max;
+	double lifespan_mean, lifespan_stddev;
+};
+void mw_heap_stat(struct mw_heap_stat *st);
+void mw_heap_reset(void);
+
+#endif
