@@ -108,12 +108,15 @@ bench: all
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 preload/libmwrap.so $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
-	install -m 0755 scripts/mwrap $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 preload/libmwrap.so inject/mwrap-inject \
+		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	cp -L $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') \
+		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0755 scripts/mwrap scripts/mwrap-attach $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(RUBY_SITELIB) $(DESTDIR)$(RUBY_SITEARCH)
-	install -m 0644 ruby-ext/lib/mwrap.rb $(DESTDIR)$(RUBY_SITELIB)/
+	install -m 0644 ruby-ext/lib/mwrap.rb ruby-ext/lib/mwrap_rack.rb \
+		$(DESTDIR)$(RUBY_SITELIB)/
 	install -m 0755 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
-	cp -P $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
 
 clean:
 	rm -rf build preload/libmwrap.so inject/mwrap-inject

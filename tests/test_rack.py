@@ -1,0 +1,97 @@
+"""MwrapRack served by WEBrick in a real process, looked at by headless
+Chromium (Debian's): the sites table, sorted by live bytes, puts the
+leaking line first, and a file name with '<' in it is escaped."""
+import html
+import os
+import re
+import shutil
+import urllib.request
+
+import pytest
+
+from conftest import MWRAP, ROOT, run
+
+EXT = os.path.join(ROOT, "ruby-ext", "lib")
+CHROMIUM = shutil.which("chromium")
+
+APP = """\
+require "webrick"
+require "rack"
+require "rack/handler/webrick"
+require "mwrap_rack"
+$stdout.sync = true
+KEEP = []
+def leak
+  2000.times { KEEP << ("L" * 8000) }
+end
+leak
+server = WEBrick::HTTPServer.new(BindAddress: "127.0.0.1", Port: 0,
+                                 Logger: WEBrick::Log.new(File::NULL), AccessLog: [])
+server.mount "/", Rack::Handler::WEBrick, MwrapRack.new
+Thread.new { $stdin.read; server.shutdown }
+puts "ready #{server.listeners[0].addr[1]}"
+server.start
+"""
+LEAK_LINE = 8
+
+
+def chromium(args, tmp):
+    return run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-quic", "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={tmp / 'chrome-profile'}"] + args,
+               timeout=120)
+
+
+@pytest.fixture
+def server(spawn, tmp):
+    script = tmp / "leak<b>.rb"
+    script.write_text(APP)
+    t = spawn([MWRAP, "ruby", "-I", EXT, str(script)])
+    port = int(t.expect("ready").split()[1])
+    return script, f"http://127.0.0.1:{port}"
+
+
+def fetch(url):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+def test_sites_table_in_headless_chromium(server, tmp):
+    script, base = server
+    p = chromium(["--dump-dom", f"{base}/each/0?sort=live"], tmp)
+    assert p.returncode == 0, p.stderr
+    dom = p.stdout
+    rows = re.findall(r'<tr><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td>'
+                      r'<td>(\d+)</td>.*?<td class="loc"><a [^>]*>(.*?)</a>',
+                      dom)
+    assert rows, dom[:2000]
+    total, allocs, frees, live, loc = rows[0]
+    assert html.unescape(loc) == f"{script}:{LEAK_LINE}"
+    assert int(live) >= 2000 * 8000
+    # the '<b>' of the file name is text, never markup
+    assert "leak&lt;b&gt;.rb" in dom and "<b>" not in dom
+    shot = tmp / "each.png"
+    p = chromium([f"--screenshot={shot}", "--window-size=1280,900",
+                  f"{base}/each/0?sort=live"], tmp)
+    assert p.returncode == 0 and shot.stat().st_size > 1000
+
+
+def test_other_pages(server):
+    script, base = server
+    status, body = fetch(f"{base}/")
+    assert status == 200 and 'id="live"' in body and 'id="rss"' in body
+    status, body = fetch(f"{base}/each/2000?sort=location")
+    assert status == 200 and 'id="sites"' in body
+    loc = urllib.parse.quote_plus(f"{script}:{LEAK_LINE}")
+    status, body = fetch(f"{base}/at/{loc}")
+    assert status == 200 and body.count("<td>8001</td>") >= 2000
+    status, body = fetch(f"{base}/heap_pages")
+    assert status == 200 and "lifespan_mean" in body and "heap_allocated_pages" in body
+    assert fetch(f"{base}/at/nowhere.rb:1")[0] == 404
+    assert fetch(f"{base}/bogus")[0] == 404
