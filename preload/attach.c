@@ -29,6 +29,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -53,6 +54,7 @@ static size_t line_len;
 static int line_too_long;
 static uint64_t last_stats_ns, last_stats_allocs;
 static int atfork_registered;
+static pid_t pid_at_attach;
 
 static void *(*real_dlopen)(const char *, int);
 static int (*real_dlclose)(void *);
@@ -107,18 +109,24 @@ static void answer_stats(void)
 	mw_out_flush(&o);
 }
 
-/* Appends a dump to @path; returns 0 or -errno. */
+static int write_text_dump(int fd, void *arg)
+{
+	(void)arg;
+	return mw_dump(fd, opts.dump_min, opts.format);
+}
+
+static int write_json_dump(int fd, void *arg)
+{
+	(void)arg;
+	return mw_dump(fd, opts.dump_min, MW_FORMAT_JSON);
+}
+
+/* Adds a dump to @path (appended, as mwrap's dump_path is), through a
+ * temporary file renamed over it; returns 0 or -errno. */
 static int dump_to(const char *path, int json)
 {
-	int fd = mw_safe_open(path, O_WRONLY | O_APPEND);
-	int ret;
-
-	if (fd < 0)
-		return fd;
-	ret = mw_dump(fd, opts.dump_min,
-		      json ? MW_FORMAT_JSON : opts.format);
-	close(fd);
-	return ret;
+	return mw_safe_replace(path, 1,
+			       json ? write_json_dump : write_text_dump, NULL);
 }
 
 /* --- detach ------------------------------------------------------------- */
@@ -265,6 +273,17 @@ static void drain(int fd)
 		;
 }
 
+/* The target exits while attached: no final dump must be lost. */
+static void at_target_exit(void)
+{
+	if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE) || getpid() != pid_at_attach)
+		return;
+	mw_tls.guard++;
+	mw_track_disable();
+	dump_to(dump_path, 0);
+	mw_tls.guard--;
+}
+
 static void after_fork_child(void)
 {
 	if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE)) {
@@ -305,8 +324,10 @@ static void *helper_main(void *arg)
 	if (!atfork_registered) {
 		pthread_atfork(mw_got_atfork_prepare, mw_got_atfork_parent,
 			       after_fork_child);
+		atexit(at_target_exit);	/* we are never unloaded */
 		atfork_registered = 1;
 	}
+	pid_at_attach = getpid();
 	mw_sample_bytes = opts.sample;
 	mw_track_reset();	/* a new window: also empties the live table */
 	ret = mw_urg_install(efd);

@@ -9,4 +9,12 @@
  * owned by another user or hard-linked, -EINVAL for a non-file). */
 int mw_safe_open(const char *path, int flags);
 
+/* Writes a dump to @path so that a reader never sees half of it: into
+ * a temporary file beside it (what @path held first, when @append),
+ * then renamed over @path.  @write_fn(fd, arg) writes the new part and
+ * returns 0 or -errno.  Returns 0 or -errno; @path is unchanged on
+ * failure.  Context: not a hook; no allocation. */
+int mw_safe_replace(const char *path, int append,
+		    int (*write_fn)(int fd, void *arg), void *arg);
+
 #endif
