@@ -25,9 +25,11 @@ LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 # straight through on the same thread.
 URCU_LIBS = -lurcu-cds -lurcu-bp
 
-TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop
+TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
+	build/targets/blocker build/targets/tracer
 
-.PHONY: all build deps test test-c test-py demo bench clean install help check-hooks
+.PHONY: all build deps test test-c test-py test-safety demo bench clean install help \
+	check-hooks
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -37,6 +39,7 @@ help:
 	@echo "make test       build, then run the C unit tests and the pytest suite"
 	@echo "make demo       run the bundled leaking Ruby service under mwrap-attach"
 	@echo "make bench      the benchmark: ratios against a baseline (a few minutes)"
+	@echo "make test-safety  the injection safety matrix, every case 20 times"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
 	@echo "make clean      remove build outputs"
@@ -99,6 +102,10 @@ test-c: $(C_TESTS)
 
 test-py:
 	$(PYTEST) -q tests
+
+# Every case of tests/safety 20 times (make test runs each twice).
+test-safety: all
+	MWRAP_SAFETY_REPEAT=20 $(PYTEST) -q tests/safety
 
 demo: all
 	@scripts/demo

@@ -305,32 +305,41 @@ int mw_got_patch_all(void)
 	return total;
 }
 
-/* Restores slots of objects still loaded; caller holds got_lock or is
- * the only thread. */
-static int restore_locked(void)
+/* Puts one slot back unless someone else re-hooked it since. */
+static int restore_slot(const struct slot *s)
 {
-	int i, n = 0;
+	if (__atomic_load_n(s->addr, __ATOMIC_ACQUIRE) != s->hook)
+		return 0;
+	return write_slot(s->addr, s->orig, s->relro) == 0;
+}
 
-	for (i = 0; i < nslots; i++) {
-		struct slot *s = &slots[i];
+/* dl_iterate_phdr callback: restores the slots of one loaded object.
+ * Writing only from inside the iteration matters: the loader's lock it
+ * holds keeps a concurrent dlclose from unmapping the object under us. */
+static int restore_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const void *dyn = NULL;
+	int i, *n = arg;
 
-		/* someone else re-hooked it since: leave theirs alone */
-		if (__atomic_load_n(s->addr, __ATOMIC_ACQUIRE) != s->hook)
-			continue;
-		if (write_slot(s->addr, s->orig, s->relro) == 0)
-			n++;
-	}
-	__atomic_store_n(&nslots, 0, __ATOMIC_RELAXED);
-	return n;
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const void *)(info->dlpi_addr +
+					     info->dlpi_phdr[i].p_vaddr);
+	for (i = 0; i < nslots; i++)
+		if (slots[i].obj_base == info->dlpi_addr &&
+		    slots[i].obj_dyn == dyn)
+			*n += restore_slot(&slots[i]);
+	return 0;
 }
 
 int mw_got_restore_all(void)
 {
-	int n;
+	int n = 0;
 
 	mw_spin_lock(&got_lock);
-	prune_locked();
-	n = restore_locked();
+	dl_iterate_phdr(restore_object, &n);
+	__atomic_store_n(&nslots, 0, __ATOMIC_RELAXED);	/* the rest are gone */
 	mw_spin_unlock(&got_lock);
 	return n;
 }
@@ -347,8 +356,12 @@ void mw_got_atfork_parent(void)
 
 void mw_got_atfork_child_restore(void)
 {
+	int i;
+
 	/* single-threaded now, and no dlclose can have happened since
 	 * prepare: every recorded object is still mapped */
-	restore_locked();
+	for (i = 0; i < nslots; i++)
+		restore_slot(&slots[i]);
+	__atomic_store_n(&nslots, 0, __ATOMIC_RELAXED);
 	mw_spin_unlock(&got_lock);
 }

@@ -1,0 +1,306 @@
+/* Safety-matrix target: one mode per hazard for an injector.  Prints
+ * "ready", then behaves as its mode says until stdin closes, then prints
+ * one result line and exits 0 (1 when it detects damage).
+ *
+ *   read      blocks in read() on stdin, echoes "got LINE"
+ *   epoll     epoll_wait() on stdin, tolerant of EINTR, echoes lines
+ *   ppoll     ppoll() on stdin, tolerant of EINTR, echoes lines
+ *   sleep S   nanosleep S seconds, prints "slept S.SS"
+ *   idle      pause()s, never allocates, until SIGTERM
+ *   df        loop with the direction flag set in a window, checks data
+ *   dlloop    a thread dlopen()s and dlclose()s libz in a loop
+ *   threads   threads created and joined as fast as possible
+ *   signals   SIGALRM every 1 ms and a SIGUSR1 handler, counted
+ *   urg       its own SIGURG handler, counted
+ *   seccomp   a seccomp filter (denying memfd_create), then like read
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile int stop;
+static volatile unsigned long alrm, usr1, urg;
+
+static void say(const char *s)
+{
+	fputs(s, stdout);
+	fflush(stdout);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Waits for stdin to close, without allocating. */
+static void *wait_stdin(void *arg)
+{
+	char buf[256];
+
+	(void)arg;
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+	stop = 1;
+	return NULL;
+}
+
+static void background_stdin_watch(void)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, wait_stdin, NULL);
+}
+
+static int echo_lines(int mode)
+{
+	char buf[512];
+	unsigned long eintr = 0, lines = 0;
+	int ep = -1;
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (mode == 'e') {
+		ep = epoll_create1(0);
+		epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev);
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (mode == 'e' || mode == 'p') {
+			int r;
+
+			if (mode == 'e') {
+				r = epoll_wait(ep, &ev, 1, 100);
+			} else {
+				struct pollfd p = { 0, POLLIN, 0 };
+				struct timespec ts = { 0, 100000000 };
+
+				r = ppoll(&p, 1, &ts, NULL);
+			}
+			if (r < 0 && errno == EINTR) {
+				eintr++;	/* documented: a ptrace stop */
+				continue;
+			}
+			if (r <= 0)
+				continue;
+		}
+		n = read(0, buf, sizeof(buf) - 1);
+		if (n < 0 && errno == EINTR) {
+			eintr++;
+			continue;
+		}
+		if (n <= 0)
+			break;
+		buf[n] = '\0';
+		printf("got %s", buf);
+		fflush(stdout);
+		lines++;
+	}
+	printf("done lines=%lu eintr=%lu\n", lines, eintr);
+	return 0;
+}
+
+static int sleep_for(double secs)
+{
+	struct timespec ts = { (time_t)secs, (long)((secs - (long)secs) * 1e9) };
+	double t0 = now();
+
+	say("ready\n");
+	nanosleep(&ts, NULL);
+	printf("slept %.2f\n", now() - t0);
+	return 0;
+}
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int idle(void)
+{
+	signal(SIGTERM, on_term);
+	say("ready\n");
+	while (!stop)
+		pause();
+	say("idle ok\n");
+	return 0;
+}
+
+/* Copies backwards with DF set, then clears it: an injected call made
+ * while DF=1 that did not clear it would run memcpy/strlen backwards. */
+static int direction_flag(void)
+{
+	static char src[4096], dst[4096];
+	unsigned long rounds = 0;
+
+	for (int i = 0; i < 4096; i++)
+		src[i] = (char)(i * 7);
+	background_stdin_watch();
+	say("ready\n");
+	while (!stop) {
+		char *s = src + sizeof(src) - 1, *d = dst + sizeof(dst) - 1;
+		size_t n = sizeof(src);
+
+		__asm__ volatile("std\n\trep movsb\n\tcld"
+				 : "+S"(s), "+D"(d), "+c"(n) : : "memory", "cc");
+		if (memcmp(src, dst, sizeof(src))) {
+			say("CORRUPT copy\n");
+			return 1;
+		}
+		memset(dst, 0, sizeof(dst));
+		rounds++;
+	}
+	printf("df ok %s\n", rounds ? "rounds" : "none");
+	return 0;
+}
+
+static void *dl_loop(void *arg)
+{
+	unsigned long *n = arg;
+
+	while (!stop) {
+		void *h = dlopen("libz.so.1", RTLD_NOW);
+
+		if (h)
+			dlclose(h);
+		(*n)++;
+	}
+	return NULL;
+}
+
+static int dlloop(void)
+{
+	pthread_t t;
+	unsigned long n = 0;
+
+	pthread_create(&t, NULL, dl_loop, &n);
+	say("ready\n");
+	wait_stdin(NULL);
+	pthread_join(t, NULL);
+	printf("dlloop ok %s\n", n ? "ran" : "idle");
+	return 0;
+}
+
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+static int thread_churn(void)
+{
+	unsigned long n = 0;
+
+	background_stdin_watch();
+	say("ready\n");
+	while (!stop) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, nothing, NULL) == 0) {
+			pthread_join(t, NULL);
+			n++;
+		}
+	}
+	printf("threads ok %s\n", n ? "ran" : "none");
+	return 0;
+}
+
+static void on_alrm(int sig) { (void)sig; alrm++; }
+static void on_usr1(int sig) { (void)sig; usr1++; }
+static void on_urg(int sig) { (void)sig; urg++; }
+
+static int signals(void)
+{
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+	struct sigaction sa = { 0 };
+
+	sa.sa_handler = on_alrm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	say("ready\n");
+	wait_stdin(NULL);
+	printf("signals alrm=%lu usr1=%lu\n", alrm, usr1);
+	return 0;
+}
+
+static int urg_handler(void)
+{
+	struct sigaction sa = { 0 };
+
+	sa.sa_handler = on_urg;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGURG, &sa, NULL);
+	echo_lines('r');
+	printf("urg=%lu\n", urg);
+	return 0;
+}
+
+static int seccomp_filtered(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_memfd_create, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		perror("seccomp");
+		return 2;
+	}
+	say("ready\n");
+	return echo_lines('r');
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(mode, "read"))
+		return say("ready\n"), echo_lines('r');
+	if (!strcmp(mode, "epoll"))
+		return say("ready\n"), echo_lines('e');
+	if (!strcmp(mode, "ppoll"))
+		return say("ready\n"), echo_lines('p');
+	if (!strcmp(mode, "sleep"))
+		return sleep_for(argc > 2 ? atof(argv[2]) : 2);
+	if (!strcmp(mode, "idle"))
+		return idle();
+	if (!strcmp(mode, "df"))
+		return direction_flag();
+	if (!strcmp(mode, "dlloop"))
+		return dlloop();
+	if (!strcmp(mode, "threads"))
+		return thread_churn();
+	if (!strcmp(mode, "signals"))
+		return signals();
+	if (!strcmp(mode, "urg"))
+		return say("ready\n"), urg_handler();
+	if (!strcmp(mode, "seccomp"))
+		return seccomp_filtered();
+	fprintf(stderr, "usage: blocker MODE\n");
+	return 2;
+}
