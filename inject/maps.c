@@ -30,13 +30,13 @@ int mwi_maps_read(pid_t pid, struct mwi_maps *m)
 	if (!f)
 		return -errno;
 	while (fgets(buf, sizeof(buf), f)) {
-		unsigned long lo, hi, off;
+		unsigned long lo, hi, off, ino;
 		char perms[8], file[PATH_MAX];
 		const char *base;
 
 		file[0] = '\0';
-		if (sscanf(buf, "%lx-%lx %7s %lx %*s %*s %4095[^\n]", &lo, &hi,
-			   perms, &off, file) < 4 || file[0] != '/')
+		if (sscanf(buf, "%lx-%lx %7s %lx %*s %lu %4095[^\n]", &lo, &hi,
+			   perms, &off, &ino, file) < 5 || file[0] != '/')
 			continue;
 		base = strrchr(file, '/') + 1;
 		if (strncmp(base, "libmwrap", 8) == 0)
@@ -44,6 +44,7 @@ int mwi_maps_read(pid_t pid, struct mwi_maps *m)
 		if (is_libc(base) && off == 0 && !m->libc_base &&
 		    !strstr(file, " (deleted)")) {
 			m->libc_base = lo;
+			m->libc_ino = ino;
 			snprintf(m->libc_path, sizeof(m->libc_path), "%s", file);
 		}
 		if (perms[2] == 'x' && is_unsafe_object(base) &&

@@ -11,6 +11,7 @@
 struct mwi_maps {
 	char libc_path[PATH_MAX];	/* as the target sees it */
 	uintptr_t libc_base;		/* load address (offset-0 mapping) */
+	unsigned long libc_ino;		/* its inode, to check a path */
 	/* Executable ranges where hijacking is unsafe: libc, ld.so, our
 	 * own library and liburcu (allocator, loader and tracer locks). */
 	uintptr_t unsafe_lo[MWI_MAX_RANGES], unsafe_hi[MWI_MAX_RANGES];

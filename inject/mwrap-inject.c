@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Exit codes, one per failure class (see --help). */
@@ -89,14 +90,33 @@ struct target_fns {
 	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
 };
 
+/* The target's libc as a path we can open.  /proc/PID/maps names files
+ * as seen from our root: for a target in another mount namespace the
+ * file is under /proc/PID/root, for a chrooted one it is the path
+ * itself.  The inode from maps tells which (overlayfs may change the
+ * device, so only the inode is compared). */
+static int libc_file(pid_t pid, const struct mwi_maps *m, char *path,
+		     size_t len)
+{
+	struct stat st;
+
+	snprintf(path, len, "/proc/%d/root%s", (int)pid, m->libc_path);
+	if (stat(path, &st) == 0 && st.st_ino == m->libc_ino)
+		return 0;
+	snprintf(path, len, "%s", m->libc_path);
+	if (stat(path, &st) == 0 && st.st_ino == m->libc_ino)
+		return 0;
+	return -ENOENT;
+}
+
 static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
 {
 	char path[PATH_MAX + 32];
 	uint64_t v;
 
-	/* the target's own libc, through its root (a container) */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->libc_path);
 	memset(f, 0, sizeof(*f));
+	if (libc_file(pid, m, path, sizeof(path)))
+		return -ENOENT;
 	if (mwi_elf_symbol(path, "dlopen", &v) == 0) {
 		f->dlopen = m->libc_base + v;
 		if (mwi_elf_symbol(path, "dlerror", &v) == 0)

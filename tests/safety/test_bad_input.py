@@ -1,0 +1,148 @@
+"""Bad input and permissions: each gets one clear message and a
+documented exit code, and the target is left untouched."""
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import ATTACH, ROOT, TARGETS, attach, ptrace_allowed, run
+
+pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
+                                reason="ptrace not permitted")
+BLOCKER = os.path.join(TARGETS, "blocker")
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_our_own_pid():
+    p = run(["sh", "-c", f'exec {ATTACH} -p $$'])
+    assert p.returncode == 2 and "myself" in p.stderr
+
+
+def test_kernel_thread():
+    p = attach(["-p", "2"])         # kthreadd
+    assert p.returncode == 2 and "kernel thread" in p.stderr
+
+
+def test_zombie():
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{child.pid}/stat") as f:
+            if f.read().split(") ")[1][0] == "Z":
+                break
+        time.sleep(0.01)
+    try:
+        p = attach(["-p", str(child.pid)])
+        assert p.returncode == 3 and "zombie" in p.stderr
+    finally:
+        child.wait()
+
+
+@pytest.mark.parametrize("path", ["/proc/mwrap-report.txt", "/nonexistent/r.txt",
+                                  "/sys/kernel/mwrap.txt"])
+def test_unwritable_output(spawn, path):
+    t = spawn([BLOCKER, "read"])
+    t.expect("ready")
+    p = attach(["-p", str(t.pid), "-o", path])
+    assert p.returncode == 2 and f"cannot write {path}" in p.stderr
+    assert "libmwrap" not in open(f"/proc/{t.pid}/maps").read()
+    assert t.finish()[0] == 0
+
+
+def test_garbage_in_the_control_file(spawn):
+    t = spawn([BLOCKER, "read"])
+    t.expect("ready")
+    assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
+    ctl, out = f"/tmp/mwrap.{t.pid}.ctl", f"/tmp/mwrap.{t.pid}.out"
+    size = os.path.getsize(out)
+    with open(ctl, "ab") as f:
+        f.write(b"stats\x00now\n" + b"x" * 10000 + b"\n\xff\xfe\x01\nfrobnicate\n"
+                b"dump relative/path\nstats\n")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        answers = open(out, "rb").read()[size:].decode("utf-8", "replace").splitlines()
+        if len(answers) >= 6:
+            break
+        time.sleep(0.05)
+    assert answers[0] == "error: NUL byte in command"
+    assert answers[1] == "error: command line too long"
+    assert answers[2].startswith("error: unknown command: ???")
+    assert answers[3] == "error: unknown command: frobnicate"
+    assert answers[4].startswith("error: dump wants an absolute path")
+    assert answers[5].startswith("ok stats")
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    t.send("untouched")
+    assert t.expect("got") == "got untouched"
+    assert t.finish()[0] == 0
+
+
+def test_control_file_symlink_never_followed(spawn, tmp):
+    t = spawn([BLOCKER, "read"])
+    t.expect("ready")
+    bait = tmp / "bait"
+    os.symlink(bait, f"/tmp/mwrap.{t.pid}.ctl")
+    try:
+        p = attach(["-p", str(t.pid), "--keep"])
+        assert p.returncode == 9 and "control file" in p.stderr
+        assert not bait.exists()
+        assert "libmwrap" in open(f"/proc/{t.pid}/maps").read()
+        # the library stays loaded but inert: nothing was patched
+        p = attach(["-p", str(t.pid), "--stats"])
+        assert p.returncode == 12
+    finally:
+        os.unlink(f"/tmp/mwrap.{t.pid}.ctl")
+    t.send("untouched")
+    assert t.expect("got") == "got untouched"
+    assert t.finish()[0] == 0
+
+
+def test_control_file_of_another_user_refused(spawn):
+    t = spawn([BLOCKER, "read"])
+    t.expect("ready")
+    ctl = f"/tmp/mwrap.{t.pid}.ctl"
+    with open(ctl, "w"):
+        pass
+    os.chown(ctl, 65534, 65534)
+    try:
+        p = attach(["-p", str(t.pid), "--keep"])
+        assert p.returncode == 9 and "control file" in p.stderr
+    finally:
+        os.unlink(ctl)
+    t.send("untouched")
+    assert t.expect("got") == "got untouched"
+    assert t.finish()[0] == 0
+
+
+def test_other_users_process_without_cap_sys_ptrace(spawn):
+    t = spawn([BLOCKER, "read"])    # ours: root's
+    t.expect("ready")
+    p = run(NOBODY + [ATTACH, "-p", str(t.pid), "--keep"])
+    assert p.returncode == 4
+    assert "uid 0" in p.stderr and "CAP_SYS_PTRACE" in p.stderr
+    t.send("untouched")
+    assert t.expect("got") == "got untouched"
+    assert t.finish()[0] == 0
+
+
+def test_files_in_the_target_belong_to_its_user(spawn):
+    """A target running as nobody, attached by root: control, answer and
+    dump files are nobody's, 0600, and nothing we create is
+    world-writable."""
+    t = spawn(NOBODY + [BLOCKER, "read"])
+    t.expect("ready")
+    p = attach(["-p", str(t.pid), "--keep"])
+    assert p.returncode == 0, p.stderr
+    p = attach(["-p", str(t.pid), "--dump", "--format=json"])
+    assert p.returncode == 0
+    for suffix in ("ctl", "out"):
+        st = os.stat(f"/tmp/mwrap.{t.pid}.{suffix}")
+        assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o600), suffix
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    st = os.stat(f"/tmp/mwrap.{t.pid}.dump")
+    assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o600)
+    for path in [f"/tmp/mwrap.{t.pid}.dump", "/tmp/mwrap-attach-65534"]:
+        if os.path.exists(path):
+            assert not os.stat(path).st_mode & 0o002, path
+    t.send("x")
+    assert t.finish()[0] == 0
