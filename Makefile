@@ -28,7 +28,7 @@ URCU_LIBS = -lurcu-cds -lurcu-bp
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/blocker build/targets/tracer
 
-.PHONY: all build deps test test-c test-py test-safety demo bench clean install help \
+.PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks
 
 all: deps
@@ -40,6 +40,7 @@ help:
 	@echo "make demo       run the bundled leaking Ruby service under mwrap-attach"
 	@echo "make bench      the benchmark: ratios against a baseline (a few minutes)"
 	@echo "make test-safety  the injection safety matrix, every case 20 times"
+	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
 	@echo "make clean      remove build outputs"
@@ -102,6 +103,9 @@ test-c: $(C_TESTS)
 
 test-py:
 	$(PYTEST) -q tests
+
+fuzz: deps
+	@scripts/fuzz
 
 # Every case of tests/safety 20 times (make test runs each twice).
 test-safety: all
