@@ -12,7 +12,7 @@ RUBY_SITEARCH = $(shell ruby -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/dev/n
 LIB_SRCS = preload/fmt.c preload/options.c preload/real.c preload/ruby.c \
 	preload/sites.c preload/live.c preload/track.c preload/hooks.c \
 	preload/dump.c preload/mwrap.c preload/got.c preload/control.c \
-	preload/urg.c preload/safefile.c preload/attach.c preload/sample.c \
+	preload/urg.c preload/safefile.c preload/attach.c preload/sample.c preload/trampoline.c \
 	preload/heap.c
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
 LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \

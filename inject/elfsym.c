@@ -76,3 +76,50 @@ out:
 	munmap((void *)img, (size_t)st.st_size);
 	return ret;
 }
+
+int mwi_elf_find_code(const char *path, const void *code, size_t len,
+		      uint64_t *vaddr)
+{
+	struct stat st;
+	const unsigned char *img;
+	const Elf64_Ehdr *eh;
+	const Elf64_Phdr *ph;
+	int fd, ret = -ENOENT;
+	size_t i;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (img == MAP_FAILED)
+		return -errno;
+	eh = (const Elf64_Ehdr *)img;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) >
+		    (uint64_t)st.st_size) {
+		ret = -ENOEXEC;
+		goto out;
+	}
+	ph = (const Elf64_Phdr *)(img + eh->e_phoff);
+	for (i = 0; i < eh->e_phnum && ret; i++) {
+		const unsigned char *seg, *hit;
+
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X) ||
+		    ph[i].p_offset + ph[i].p_filesz > (uint64_t)st.st_size)
+			continue;
+		seg = img + ph[i].p_offset;
+		hit = memmem(seg, ph[i].p_filesz, code, len);
+		if (hit) {
+			*vaddr = ph[i].p_vaddr + (uint64_t)(hit - seg);
+			ret = 0;
+		}
+	}
+out:
+	munmap((void *)img, (size_t)st.st_size);
+	return ret;
+}

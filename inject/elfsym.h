@@ -2,11 +2,18 @@
 #ifndef MWI_ELFSYM_H
 #define MWI_ELFSYM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Finds @name (a defined function or object) in the .dynsym of the
  * ELF64 file at @path.  Returns 0 and its st_value in *@value, -ENOENT
  * if absent, -ENOEXEC for a malformed file, or -errno. */
 int mwi_elf_symbol(const char *path, const char *name, uint64_t *value);
+
+/* Finds the first occurrence of @len bytes @code in an executable
+ * segment of the ELF64 file at @path; *@vaddr gets its virtual address
+ * (add the load base).  Returns 0, -ENOENT, -ENOEXEC or -errno. */
+int mwi_elf_find_code(const char *path, const void *code, size_t len,
+		      uint64_t *vaddr);
 
 #endif

@@ -66,3 +66,62 @@ int mwi_maps_unsafe(const struct mwi_maps *m, uintptr_t pc)
 			return 1;
 	return 0;
 }
+
+int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
+		  unsigned long *ino, char *shown, size_t len)
+{
+	char path[64], buf[PATH_MAX + 256];
+	size_t flen = strlen(file);
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (ret && fgets(buf, sizeof(buf), f)) {
+		unsigned long lo, hi, off, inode;
+		char name[PATH_MAX];
+		size_t nlen;
+
+		name[0] = '\0';
+		if (sscanf(buf, "%lx-%lx %*s %lx %*s %lu %4095[^\n]", &lo, &hi,
+			   &off, &inode, name) < 5 || off != 0)
+			continue;
+		nlen = strlen(name);
+		if (nlen < flen || strcmp(name + nlen - flen, file) ||
+		    (nlen > flen && file[0] != '/'))
+			continue;
+		*base = lo;
+		*ino = inode;
+		snprintf(shown, len, "%s", name);
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+int mwi_maps_range(pid_t pid, uintptr_t addr, uintptr_t *lo_out,
+		   uintptr_t *hi_out)
+{
+	char path[64], buf[PATH_MAX + 256];
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (ret && fgets(buf, sizeof(buf), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(buf, "%lx-%lx", &lo, &hi) == 2 && addr >= lo &&
+		    addr < hi) {
+			*lo_out = lo;
+			*hi_out = hi;
+			ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}

@@ -25,4 +25,15 @@ int mwi_maps_read(pid_t pid, struct mwi_maps *m);
 
 int mwi_maps_unsafe(const struct mwi_maps *m, uintptr_t pc);
 
+/* The offset-0 mapping of @file (as the target names it; a chrooted
+ * target's files show in maps under our view of its root, which ends
+ * with @file): its base, inode and the path as maps shows it.
+ * Returns 0 or -ENOENT. */
+int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
+		  unsigned long *ino, char *shown, size_t len);
+
+/* The mapping holding @addr (a thread's stack): its bounds.  0 or
+ * -ENOENT. */
+int mwi_maps_range(pid_t pid, uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+
 #endif

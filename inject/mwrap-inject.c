@@ -86,25 +86,32 @@ static int list_threads(pid_t pid, pid_t *tids, int max)
 }
 
 struct target_fns {
-	uintptr_t dlopen, dlerror, dlsym;
+	uintptr_t dlopen, dlerror, dlsym, sigaltstack;
+	uintptr_t restore_rt;	/* glibc's "mov $15,%rax; syscall", or 0 */
 	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
 };
 
-/* The target's libc as a path we can open.  /proc/PID/maps names files
- * as seen from our root: for a target in another mount namespace the
- * file is under /proc/PID/root, for a chrooted one it is the path
- * itself.  The inode from maps tells which (overlayfs may change the
- * device, so only the inode is compared). */
-static int libc_file(pid_t pid, const struct mwi_maps *m, char *path,
-		     size_t len)
+/* glibc's signal trampoline __restore_rt: rt_sigreturn. */
+static const unsigned char restore_rt_code[] = {
+	0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00,	/* mov $15, %rax */
+	0x0f, 0x05,					/* syscall */
+};
+
+/* A file mapped in the target, as a path we can open.  /proc/PID/maps
+ * names files as seen from our root: for a target in another mount
+ * namespace the file is under /proc/PID/root, for a chrooted one it is
+ * the path itself.  The inode from maps tells which (overlayfs may
+ * change the device, so only the inode is compared). */
+static int local_file(pid_t pid, const char *shown, unsigned long ino,
+		      char *path, size_t len)
 {
 	struct stat st;
 
-	snprintf(path, len, "/proc/%d/root%s", (int)pid, m->libc_path);
-	if (stat(path, &st) == 0 && st.st_ino == m->libc_ino)
+	snprintf(path, len, "/proc/%d/root%s", (int)pid, shown);
+	if (stat(path, &st) == 0 && st.st_ino == ino)
 		return 0;
-	snprintf(path, len, "%s", m->libc_path);
-	if (stat(path, &st) == 0 && st.st_ino == m->libc_ino)
+	snprintf(path, len, "%s", shown);
+	if (stat(path, &st) == 0 && st.st_ino == ino)
 		return 0;
 	return -ENOENT;
 }
@@ -115,8 +122,13 @@ static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
 	uint64_t v;
 
 	memset(f, 0, sizeof(*f));
-	if (libc_file(pid, m, path, sizeof(path)))
+	if (local_file(pid, m->libc_path, m->libc_ino, path, sizeof(path)))
 		return -ENOENT;
+	if (mwi_elf_symbol(path, "sigaltstack", &v) == 0)
+		f->sigaltstack = m->libc_base + v;
+	if (mwi_elf_find_code(path, restore_rt_code, sizeof(restore_rt_code),
+			      &v) == 0)
+		f->restore_rt = m->libc_base + v;
 	if (mwi_elf_symbol(path, "dlopen", &v) == 0) {
 		f->dlopen = m->libc_base + v;
 		if (mwi_elf_symbol(path, "dlerror", &v) == 0)
@@ -129,18 +141,69 @@ static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
 		if (mwi_elf_symbol(path, "__libc_dlsym", &v) == 0)
 			f->dlsym = m->libc_base + v;
 	}
-	return f->dlopen && f->dlsym ? 0 : -ENOENT;
+	return f->dlopen ? 0 : -ENOENT;
 }
 
 static struct mwi_thread thr;
+
+/* Our library's own symbols, once it is mapped in the target. */
+struct lib_syms {
+	uintptr_t fn, trampoline, result;
+};
+
+static int find_lib_syms(pid_t pid, const char *lib, const char *fn,
+			 struct lib_syms *ls)
+{
+	char shown[PATH_MAX], path[PATH_MAX + 32];
+	unsigned long ino;
+	uintptr_t base;
+	uint64_t v;
+
+	memset(ls, 0, sizeof(*ls));
+	if (mwi_maps_find(pid, lib, &base, &ino, shown, sizeof(shown)) ||
+	    local_file(pid, shown, ino, path, sizeof(path)))
+		return -ENOENT;
+	if (mwi_elf_symbol(path, fn, &v))
+		return -ENOENT;
+	ls->fn = base + v;
+	if (mwi_elf_symbol(path, "mw_return_trampoline", &v) == 0)
+		ls->trampoline = base + v;
+	if (mwi_elf_symbol(path, "mw_call_result", &v) == 0)
+		ls->result = base + v;
+	return 0;
+}
+
+/* Fills the signal frame's sigaltstack field with the thread's own:
+ * sigaltstack(NULL, field) as a guarded call, so that even if we die
+ * meanwhile, rt_sigreturn restores what the syscall just reported.
+ * 0, or -errno (then the calls that follow stay unguarded). */
+static int fill_altstack(struct mwi_thread *t, const struct target_fns *f)
+{
+	unsigned char ss[24];
+	uint64_t args[2];
+	int ret;
+
+	args[0] = 0;
+	args[1] = mwi_frame_altstack(t);
+	ret = mwi_call_guarded(t, f->sigaltstack, args, 2, f->restore_rt,
+			       f->restore_rt + sizeof(restore_rt_code));
+	if (!ret)
+		ret = mwi_peek(t, args[1], ss, sizeof(ss));
+	/* on its alternate stack, rt_sigreturn could not restore it */
+	if (!ret && (ss[8] & 1 /* SS_ONSTACK */))
+		ret = -EBUSY;
+	return ret;
+}
 
 static int inject(struct mwi_thread *t, const struct target_fns *f,
 		  const char *lib, const char *fn, const char *arg)
 {
 	uintptr_t lib_at, fn_at, arg_at;
-	uint64_t args[2], handle, sym, result;
+	uint64_t args[2], handle = 0, sym, result;
+	struct lib_syms ls;
+	int64_t res;
 	char msg[512];
-	int ret;
+	int ret, guarded;
 
 	if ((ret = mwi_save(t)) ||
 	    (ret = mwi_write_scratch(t, lib, strlen(lib) + 1, &lib_at)) ||
@@ -148,35 +211,53 @@ static int inject(struct mwi_thread *t, const struct target_fns *f,
 	    (ret = mwi_write_scratch(t, arg, strlen(arg) + 1, &arg_at)))
 		return fail(ret == -ESRCH ? EX_GONE : EX_PERM,
 			    "preparing the call", "cannot save state", -ret);
+	ret = !f->restore_rt || !f->sigaltstack ? -ENOENT : mwi_guard(t);
+	if (!ret && (ret = fill_altstack(t, f)))
+		t->frame_sp = 0;	/* unusable: stay unguarded */
+	guarded = !ret;
+	if (t->verbose)
+		fprintf(stderr, "mwrap-inject: calls %s%s\n", guarded ?
+			"guarded by a signal frame (they survive our death)" :
+			"unguarded: no rt_sigreturn frame: ",
+			guarded ? "" : strerror(-ret));
 	args[0] = lib_at;
 	args[1] = RTLD_NOW_ | RTLD_NODELETE_ |
 		  (f->internal ? RTLD_DLOPEN_INTERNAL : 0);
-	ret = mwi_call(t, f->dlopen, args, 2, &handle);
+	ret = guarded ? mwi_call_guarded(t, f->dlopen, args, 2, f->restore_rt,
+					 f->restore_rt + sizeof(restore_rt_code))
+		      : mwi_call(t, f->dlopen, args, 2, &handle);
 	if (ret)
 		return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, "dlopen",
 			    "the call did not complete", -ret);
-	if (!handle) {
+	if (find_lib_syms(t->pid, lib, fn, &ls)) {
 		msg[0] = '\0';
 		if (f->dlerror && mwi_call(t, f->dlerror, NULL, 0, &sym) == 0 &&
 		    sym)
 			mwi_read_string(t, sym, msg, sizeof(msg));
-		fprintf(stderr, "mwrap-inject: dlopen: %s failed in the "
-			"target: %s\n", lib, msg[0] ? msg : "(no message)");
-		return EX_LOAD;
+		if (msg[0] || (!guarded && !handle)) {
+			fprintf(stderr, "mwrap-inject: dlopen: %s failed in the "
+				"target: %s\n", lib, msg[0] ? msg : "(no message)");
+			return EX_LOAD;
+		}
+		return fail(EX_SYMBOL, "finding the function", fn, ENOENT);
 	}
-	args[0] = handle;
-	args[1] = fn_at;
-	ret = mwi_call(t, f->dlsym, args, 2, &sym);
-	if (ret)
-		return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, "dlsym",
-			    "the call did not complete", -ret);
-	if (!sym)
-		return fail(EX_SYMBOL, "dlsym", fn, ENOENT);
-	args[0] = arg_at;
-	ret = mwi_call(t, sym, args, 1, &result);
-	if (ret)
-		return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, fn,
-			    "the call did not complete", -ret);
+	if (guarded && ls.trampoline && ls.result) {
+		res = INT64_MIN;	/* overwritten by the trampoline */
+		args[0] = arg_at;
+		if ((ret = mwi_poke(t, ls.result, &res, sizeof(res))) ||
+		    (ret = mwi_call_guarded(t, ls.fn, args, 1, ls.trampoline,
+					    ls.trampoline + 14)) ||
+		    (ret = mwi_peek(t, ls.result, &res, sizeof(res))))
+			return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, fn,
+				    "the call did not complete", -ret);
+		result = (uint64_t)res;
+	} else {
+		args[0] = arg_at;
+		ret = mwi_call(t, ls.fn, args, 1, &result);
+		if (ret)
+			return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, fn,
+				    "the call did not complete", -ret);
+	}
 	printf("result=%d\n", (int)(uint32_t)result);
 	return EX_OK;
 }
@@ -200,6 +281,7 @@ int main(int argc, char **argv)
 	sigset_t guard, old;
 	char *end;
 	int use_gdb = 0;
+	static char libpath[PATH_MAX];
 
 	while ((c = getopt_long(argc, argv, "p:t:vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -238,6 +320,11 @@ int main(int argc, char **argv)
 	}
 	if (pid == getpid())
 		return fail(EX_USAGE, "usage", "refusing to inject into myself", 0);
+	/* a relative LIBRARY is ours: make it absolute (and found in maps) */
+	if (argv[optind][0] != '/' && !realpath(argv[optind], libpath))
+		return fail(EX_USAGE, "usage", argv[optind], errno);
+	if (argv[optind][0] != '/')
+		argv[optind] = libpath;
 	if (kill((pid_t)pid, 0) && errno == ESRCH)
 		return fail(EX_NOPROC, "finding the process", "no such pid",
 			    ESRCH);

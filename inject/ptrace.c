@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,14 +41,39 @@ long mwi_now_ms(void)
 	return mwi_now_us() / 1000;
 }
 
-/* Waits for the next stop of the thread, at most until @until (ms). */
+static void on_alarm(int sig)
+{
+	(void)sig;	/* only to interrupt waitpid */
+}
+
+/* Waits for the next stop of the thread, at most until @until (ms): a
+ * blocking waitpid (woken the moment the thread stops: a guarded call
+ * stops at each of its syscalls), cut short by a timer's SIGALRM. */
 static int wait_stop(struct mwi_thread *t, long until, int *status)
 {
-	long pause_us = 20;
+	static int handler_set;
 
+	if (!handler_set) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_alarm;	/* no SA_RESTART */
+		sigaction(SIGALRM, &sa, NULL);
+		handler_set = 1;
+	}
 	for (;;) {
-		pid_t r = waitpid(t->tid, status, __WALL | WNOHANG);
+		long left = until - mwi_now_ms();
+		struct itimerval it = { { 0, 0 }, { 0, 0 } };
+		pid_t r;
 
+		if (left <= 0)
+			return -ETIMEDOUT;
+		it.it_value.tv_sec = left / 1000;
+		it.it_value.tv_usec = (left % 1000) * 1000;
+		setitimer(ITIMER_REAL, &it, NULL);
+		r = waitpid(t->tid, status, __WALL);
+		it.it_value.tv_sec = it.it_value.tv_usec = 0;
+		setitimer(ITIMER_REAL, &it, NULL);
 		if (r == t->tid) {
 			if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
 				t->seized = 0;
@@ -55,13 +81,8 @@ static int wait_stop(struct mwi_thread *t, long until, int *status)
 			}
 			return 0;
 		}
-		if (r < 0)
+		if (r < 0 && errno != EINTR)
 			return errno == ECHILD ? -ESRCH : -errno;
-		if (mwi_now_ms() >= until)
-			return -ETIMEDOUT;
-		usleep((useconds_t)pause_us);
-		if (pause_us < 1000)
-			pause_us *= 2;
 	}
 }
 
@@ -72,8 +93,8 @@ static int is_event_stop(int status)
 
 static void remember_signal(struct mwi_thread *t, int sig)
 {
-	/* SIGTRAP stops come from our own single steps: never re-send */
-	if (sig == SIGTRAP)
+	/* SIGTRAP stops come from our own steps and syscall stops */
+	if ((sig & 0x7f) == SIGTRAP)
 		return;
 	if (t->npending < MWI_MAX_PENDING)
 		t->pending[t->npending++] = sig;
@@ -105,7 +126,8 @@ int mwi_seize(struct mwi_thread *t)
 {
 	int ret;
 
-	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0))
+	/* TRACESYSGOOD: syscall stops of guarded calls carry SIGTRAP|0x80 */
+	if (ptrace(PTRACE_SEIZE, t->tid, 0, (void *)PTRACE_O_TRACESYSGOOD))
 		return -errno;
 	t->seized = 1;
 	ret = interrupt(t);
@@ -273,7 +295,7 @@ int mwi_write_scratch(struct mwi_thread *t, const void *data, size_t len,
 	/* scratch grows down from 256 bytes below the stack pointer,
 	 * clear of the 128-byte red zone */
 	t->scratch = (t->saved.rsp - 256 - sizeof(t->scratch_saved)) &
-		     ~(uintptr_t)15;
+		     ~(uintptr_t)63;
 	if (t->scratch_len == 0) {
 		ret = peek_poke(t, t->scratch, t->scratch_saved,
 				sizeof(t->scratch_saved), 0);
@@ -303,40 +325,226 @@ int mwi_read_string(struct mwi_thread *t, uintptr_t addr, char *buf,
 	return 0;
 }
 
-int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
-	     int nargs, uint64_t *ret)
+int mwi_poke(struct mwi_thread *t, uintptr_t addr, const void *buf,
+	     size_t len)
+{
+	return peek_poke(t, addr, (void *)buf, len, 1);
+}
+
+int mwi_peek(struct mwi_thread *t, uintptr_t addr, void *buf, size_t len)
+{
+	return peek_poke(t, addr, buf, len, 0);
+}
+
+/* The thread's saved state, with an interrupted syscall turned into its
+ * own restart (rip back onto the syscall instruction, the number back in
+ * rax) and orig_rax = -1: what the kernel would have done on resuming
+ * it, done once and for all, so the state can be restored from anywhere
+ * (a syscall stop, or an rt_sigreturn). */
+static void restartable(const struct user_regs_struct *in,
+			struct user_regs_struct *out)
+{
+	long rax = (long)in->rax;
+
+	*out = *in;
+	if ((long)in->orig_rax >= 0) {
+		if (rax == -ERESTARTSYS || rax == -ERESTARTNOINTR ||
+		    rax == -ERESTARTNOHAND) {
+			out->rax = in->orig_rax;
+			out->rip -= 2;
+		} else if (rax == -ERESTART_RESTARTBLOCK) {
+			out->rax = SYS_restart_syscall;
+			out->rip -= 2;
+		}
+	}
+	out->orig_rax = (unsigned long long)-1;
+}
+
+/* Kernel x86-64 rt_sigframe layout (arch/x86/include/asm/sigframe.h,
+ * uapi sigcontext.h): what rt_sigreturn reads at rsp - 8. */
+#define F_PRETCODE 0
+#define F_UC_FLAGS 8
+#define F_UC_STACK 24		/* stack_t: ss_sp, ss_flags, ss_size */
+#define F_SC 48			/* struct sigcontext */
+#define F_SIGMASK 304
+#define F_SIZE 440		/* + siginfo */
+#define UC_FLAGS 0x7		/* FP_XSTATE | SIGCONTEXT_SS | STRICT_RESTORE_SS */
+/* FP_XSTATE_MAGIC1/2 come from <asm/sigcontext.h> (via signal.h) */
+
+static void put64(unsigned char *f, size_t off, uint64_t v)
+{
+	memcpy(f + off, &v, sizeof(v));
+}
+
+uintptr_t mwi_frame_altstack(const struct mwi_thread *t)
+{
+	return t->frame_sp ? t->frame_sp + F_UC_STACK : 0;
+}
+
+int mwi_guard(struct mwi_thread *t)
+{
+	/* stack_t { ss_sp, ss_flags, ss_size }: SS_DISABLE until filled */
+	static const unsigned char no_altstack[24] = { [8] = 2 };
+	static unsigned char frame[F_SIZE], xs[sizeof(t->xstate)];
+	struct {			/* struct _fpx_sw_bytes */
+		uint32_t magic1, extended_size;
+		uint64_t xfeatures;
+		uint32_t xstate_size, padding[7];
+	} sw;
+	struct user_regs_struct r;
+	uint32_t xsize = (uint32_t)t->xstate_len, magic2 = FP_XSTATE_MAGIC2;
+	uintptr_t strings, fp, sp;
+	uint16_t seg[4];
+	uint64_t sc[18];
+	int ret;
+
+	/* ptrace's XSTATE keeps XCR0 where a signal frame keeps the
+	 * software bytes telling rt_sigreturn what the area holds */
+	if (!t->have_saved || !t->scratch_len || xsize < 576 ||
+	    xsize + sizeof(magic2) > sizeof(xs))
+		return -ENOTSUP;
+	memcpy(xs, t->xstate, xsize);
+	memset(&sw, 0, sizeof(sw));
+	sw.magic1 = FP_XSTATE_MAGIC1;
+	sw.extended_size = xsize + (uint32_t)sizeof(magic2);
+	memcpy(&sw.xfeatures, t->xstate + 464, sizeof(sw.xfeatures));
+	sw.xstate_size = xsize;
+	memcpy(xs + 464, &sw, sizeof(sw));
+	strings = t->scratch + sizeof(t->scratch_saved) - t->scratch_len;
+	fp = (strings - xsize - sizeof(magic2)) & ~(uintptr_t)63;
+	sp = ((fp - F_SIZE) & ~(uintptr_t)15) - 8;	/* rsp = 8 mod 16 at entry */
+	if (sp < t->scratch + 1024)
+		return -E2BIG;
+
+	restartable(&t->saved, &r);
+	memset(frame, 0, sizeof(frame));
+	put64(frame, F_UC_FLAGS, UC_FLAGS);
+	memcpy(frame + F_UC_STACK, no_altstack, sizeof(no_altstack));
+	sc[0] = r.r8; sc[1] = r.r9; sc[2] = r.r10; sc[3] = r.r11;
+	sc[4] = r.r12; sc[5] = r.r13; sc[6] = r.r14; sc[7] = r.r15;
+	sc[8] = r.rdi; sc[9] = r.rsi; sc[10] = r.rbp; sc[11] = r.rbx;
+	sc[12] = r.rdx; sc[13] = r.rax; sc[14] = r.rcx; sc[15] = r.rsp;
+	sc[16] = r.rip; sc[17] = r.eflags;
+	memcpy(frame + F_SC, sc, sizeof(sc));
+	seg[0] = (uint16_t)r.cs;
+	seg[1] = (uint16_t)r.gs;
+	seg[2] = (uint16_t)r.fs;
+	seg[3] = (uint16_t)r.ss;
+	memcpy(frame + F_SC + 144, seg, sizeof(seg));
+	put64(frame, F_SC + 184, fp);			/* fpstate */
+	put64(frame, F_SIGMASK, t->sigmask);
+	if ((ret = peek_poke(t, fp, xs, xsize, 1)) ||
+	    (ret = peek_poke(t, fp + xsize, &magic2, sizeof(magic2), 1)) ||
+	    (ret = peek_poke(t, sp, frame, sizeof(frame), 1)))
+		return ret;
+	t->frame_sp = sp;
+	return 0;
+}
+
+/* Sets the thread up for a call (rip = @fn, rsp = @sp) from any stop. */
+static int start_call(struct mwi_thread *t, uintptr_t fn, uintptr_t sp,
+		      const uint64_t *args, int nargs)
 {
 	struct user_regs_struct r = t->saved;
-	uint64_t zero = 0, mask;
 	unsigned long long *argreg[6] = { &r.rdi, &r.rsi, &r.rdx, &r.rcx,
 					  &r.r8, &r.r9 };
-	int i, err, status;
+	uint64_t mask = ~0ull;
+	int i;
 
-	/* a stack below our scratch: aligned so that the callee sees
-	 * rsp = 8 mod 16, as after a call; the return address 0 traps */
-	r.rsp = ((t->scratch ? t->scratch : t->saved.rsp - 256 - 8192) - 64) &
-		~0xfull;
-	r.rsp -= 8;
-	err = peek_poke(t, r.rsp, &zero, sizeof(zero), 1);
-	if (err)
-		return err;
 	for (i = 0; i < nargs && i < 6; i++)
 		*argreg[i] = args[i];
+	r.rsp = sp;
 	r.rip = fn;
 	r.rax = 0;
-	r.orig_rax = (unsigned long long)-1;	/* no syscall restart */
+	/* no syscall restart, and at a syscall-entry stop: skip it */
+	r.orig_rax = (unsigned long long)-1;
 	r.eflags &= ~(0x400ull | 0x100ull);	/* clear DF and TF */
 	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
 		return -errno;
 	/* asynchronous signals wait until we are done; faults must not be
 	 * blocked (the kernel would reset their handlers) */
-	mask = ~0ull;
 	for (int s = 1; s <= 64; s++)
 		if (s == SIGSEGV || s == SIGTRAP || s == SIGBUS || s == SIGILL ||
 		    s == SIGFPE || s == SIGSYS)
 			mask &= ~(1ull << (s - 1));
 	if (ptrace(PTRACE_SETSIGMASK, t->tid, (void *)sizeof(mask), &mask))
 		return -errno;
+	t->at_enter_stop = 0;
+	return 0;
+}
+
+int mwi_call_guarded(struct mwi_thread *t, uintptr_t fn,
+		     const uint64_t *args, int nargs, uintptr_t ret_addr,
+		     uintptr_t stop_rip)
+{
+	uint64_t ra = ret_addr;
+	int err, status;
+
+	if (!t->frame_sp)
+		return -ENOTSUP;
+	/* the frame's pretcode is the call's return address */
+	err = peek_poke(t, t->frame_sp, &ra, sizeof(ra), 1);
+	if (!err)
+		err = start_call(t, fn, t->frame_sp, args, nargs);
+	if (err)
+		return err;
+	if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+		return -errno;
+	for (;;) {
+		err = wait_stop(t, t->deadline_ms, &status);
+		if (err == -ETIMEDOUT) {
+			interrupt(t);
+			return -ETIMEDOUT;
+		}
+		if (err)
+			return err;
+		if (WIFSTOPPED(status) && WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			struct __ptrace_syscall_info si;
+
+			t->syscall_stops++;
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid,
+				   (void *)sizeof(si), &si) > 0 &&
+			    si.op == PTRACE_SYSCALL_INFO_ENTRY &&
+			    si.entry.nr == SYS_rt_sigreturn &&
+			    si.instruction_pointer == stop_rip) {
+				t->at_enter_stop = 1;	/* our return */
+				return 0;
+			}
+		} else if (WIFSTOPPED(status) && !is_event_stop(status)) {
+			if (WSTOPSIG(status) == SIGSEGV ||
+			    WSTOPSIG(status) == SIGBUS ||
+			    WSTOPSIG(status) == SIGILL) {
+				fprintf(stderr, "mwrap-inject: the target "
+					"faulted inside the injected call\n");
+				return -EFAULT;
+			}
+			remember_signal(t, WSTOPSIG(status));
+		}
+		if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+			return -errno;
+	}
+}
+
+int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
+	     int nargs, uint64_t *ret)
+{
+	struct user_regs_struct r;
+	uint64_t zero = 0;
+	uintptr_t sp;
+	int err, status;
+
+	/* a stack below our scratch (and below the frame, if any), aligned
+	 * so that the callee sees rsp = 8 mod 16, as after a call; the
+	 * return address 0 traps */
+	sp = ((t->frame_sp ? t->frame_sp - 128 :
+	       t->scratch ? t->scratch : t->saved.rsp - 256 - 32768) - 64) &
+	     ~(uintptr_t)15;
+	sp -= 8;
+	err = peek_poke(t, sp, &zero, sizeof(zero), 1);
+	if (!err)
+		err = start_call(t, fn, sp, args, nargs);
+	if (err)
+		return err;
 	if (ptrace(PTRACE_CONT, t->tid, 0, 0))
 		return -errno;
 	for (;;) {
@@ -376,18 +584,26 @@ void mwi_release(struct mwi_thread *t)
 		return;
 	if (t->have_saved) {
 		struct iovec iov = { t->xstate, t->xstate_len };
+		struct user_regs_struct r;
 
-		if (t->scratch_len)
-			peek_poke(t, t->scratch, t->scratch_saved,
-				  sizeof(t->scratch_saved), 1);
-		ptrace(PTRACE_SETREGS, t->tid, 0, &t->saved);
+		/* Vector state and mask first, the registers next: from then
+		 * on the thread no longer needs the signal frame, which the
+		 * scratch restore overwrites last.  The restartable form of
+		 * the registers restarts an interrupted syscall whatever kind
+		 * of stop we are in. */
 		ptrace(PTRACE_SETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov);
 		ptrace(PTRACE_SETSIGMASK, t->tid, (void *)sizeof(t->sigmask),
 		       &t->sigmask);
+		restartable(&t->saved, &r);
+		ptrace(PTRACE_SETREGS, t->tid, 0, &r);
+		if (t->scratch_len || t->frame_sp)
+			peek_poke(t, t->scratch, t->scratch_saved,
+				  sizeof(t->scratch_saved), 1);
 	}
 	ptrace(PTRACE_DETACH, t->tid, 0, 0);
 	t->seized = 0;
 	t->stopped_us += mwi_now_us() - t->stop_start_us;
+	say(t, "%lu syscall stops during guarded calls\n", t->syscall_stops);
 	for (i = 0; i < t->npending; i++) {
 		say(t, "re-sending signal %d\n", t->pending[i]);
 		syscall(SYS_tgkill, t->pid, t->tid, t->pending[i]);

@@ -22,10 +22,15 @@ struct mwi_thread {
 	/* signals that arrived while we held the thread: re-sent after */
 	int pending[MWI_MAX_PENDING];
 	int npending;
-	/* bytes we overwrote below the stack's red zone */
+	/* bytes we use below the stack's red zone: strings at the top, the
+	 * signal frame below them (saved first, restored last) */
 	uintptr_t scratch;
-	unsigned char scratch_saved[8192];
+	unsigned char scratch_saved[32768];
 	size_t scratch_len;
+	/* the signal frame (see mwi_guard): 0 when calls are unguarded */
+	uintptr_t frame_sp;
+	int at_enter_stop;	/* stopped at a guarded call's rt_sigreturn */
+	unsigned long syscall_stops;	/* for -v */
 	long deadline_ms;			/* monotonic */
 	/* time the thread spent stopped by us (not while we let it run
 	 * between attempts at a safe point) */
@@ -43,9 +48,34 @@ int mwi_save(struct mwi_thread *t);
 /* Copies @len bytes below the red zone; *@addr gets their address. */
 int mwi_write_scratch(struct mwi_thread *t, const void *data, size_t len,
 		      uintptr_t *addr);
-/* Calls fn(args...) in the thread; *@ret gets rax. */
+/* Calls fn(args...) in the thread; *@ret gets rax.  The call returns to
+ * address 0, whose fault we catch: if we died meanwhile the thread
+ * would die too, so keep these calls short (a syscall wrapper). */
 int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
 	     int nargs, uint64_t *ret);
+
+/* Makes the calls that follow survivable if we are killed (SIGKILL
+ * included): a kernel signal frame holding the thread's state from
+ * before the hijack is left on its stack, and guarded calls return into
+ * an rt_sigreturn that restores it.  The frame's sigaltstack field
+ * (mwi_frame_altstack) reads SS_DISABLE until the caller has the thread
+ * fill it in with sigaltstack(NULL, field), itself a guarded call.
+ * Returns 0, or -errno when no frame can be built (calls then stay
+ * unguarded). */
+int mwi_guard(struct mwi_thread *t);
+uintptr_t mwi_frame_altstack(const struct mwi_thread *t);
+
+/* A guarded call: fn returns to @ret_addr, code ending in rt_sigreturn
+ * whose syscall instruction ends at @stop_rip (our stop).  The result is
+ * not in a register by then: the code at @ret_addr keeps it if needed. */
+int mwi_call_guarded(struct mwi_thread *t, uintptr_t fn,
+		     const uint64_t *args, int nargs, uintptr_t ret_addr,
+		     uintptr_t stop_rip);
+
+/* Writes / reads target memory. */
+int mwi_poke(struct mwi_thread *t, uintptr_t addr, const void *buf,
+	     size_t len);
+int mwi_peek(struct mwi_thread *t, uintptr_t addr, void *buf, size_t len);
 /* Reads a NUL-terminated string from the target. */
 int mwi_read_string(struct mwi_thread *t, uintptr_t addr, char *buf,
 		    size_t len);
