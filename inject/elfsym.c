@@ -10,31 +10,46 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int mwi_elf_symbol(const char *path, const char *name, uint64_t *value)
+/* Maps the ELF64 file at @path read-only; 0 or -errno / -ENOEXEC. */
+static int map_elf(const char *path, const unsigned char **img, size_t *size)
 {
 	struct stat st;
-	const unsigned char *img;
-	const Elf64_Ehdr *eh;
-	const Elf64_Shdr *sh;
-	int fd, ret = -ENOENT;
-	size_t i;
+	void *m;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
 		close(fd);
 		return -ENOEXEC;
 	}
-	img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	if (img == MAP_FAILED)
+	if (m == MAP_FAILED)
 		return -errno;
+	if (memcmp(m, ELFMAG, SELFMAG) ||
+	    ((const unsigned char *)m)[EI_CLASS] != ELFCLASS64) {
+		munmap(m, (size_t)st.st_size);
+		return -ENOEXEC;
+	}
+	*img = m;
+	*size = (size_t)st.st_size;
+	return 0;
+}
+
+int mwi_elf_symbol(const char *path, const char *name, uint64_t *value)
+{
+	const unsigned char *img;
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh;
+	size_t i, size;
+	int ret = map_elf(path, &img, &size);
+
+	if (ret)
+		return ret;
+	ret = -ENOENT;
 	eh = (const Elf64_Ehdr *)img;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) >
-		    (uint64_t)st.st_size) {
+	if (eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size) {
 		ret = -ENOEXEC;
 		goto out;
 	}
@@ -47,8 +62,8 @@ int mwi_elf_symbol(const char *path, const char *name, uint64_t *value)
 		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum)
 			continue;
 		strsh = &sh[sh[i].sh_link];
-		if (sh[i].sh_offset + sh[i].sh_size > (uint64_t)st.st_size ||
-		    strsh->sh_offset + strsh->sh_size > (uint64_t)st.st_size) {
+		if (sh[i].sh_offset + sh[i].sh_size > size ||
+		    strsh->sh_offset + strsh->sh_size > size) {
 			ret = -ENOEXEC;
 			goto out;
 		}
@@ -73,35 +88,24 @@ int mwi_elf_symbol(const char *path, const char *name, uint64_t *value)
 		}
 	}
 out:
-	munmap((void *)img, (size_t)st.st_size);
+	munmap((void *)img, size);
 	return ret;
 }
 
 int mwi_elf_find_code(const char *path, const void *code, size_t len,
 		      uint64_t *vaddr)
 {
-	struct stat st;
 	const unsigned char *img;
 	const Elf64_Ehdr *eh;
 	const Elf64_Phdr *ph;
-	int fd, ret = -ENOENT;
-	size_t i;
+	size_t i, size;
+	int ret = map_elf(path, &img, &size);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
-		close(fd);
-		return -ENOEXEC;
-	}
-	img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (img == MAP_FAILED)
-		return -errno;
+	if (ret)
+		return ret;
+	ret = -ENOENT;
 	eh = (const Elf64_Ehdr *)img;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) >
-		    (uint64_t)st.st_size) {
+	if (eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > size) {
 		ret = -ENOEXEC;
 		goto out;
 	}
@@ -110,7 +114,7 @@ int mwi_elf_find_code(const char *path, const void *code, size_t len,
 		const unsigned char *seg, *hit;
 
 		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X) ||
-		    ph[i].p_offset + ph[i].p_filesz > (uint64_t)st.st_size)
+		    ph[i].p_offset + ph[i].p_filesz > size)
 			continue;
 		seg = img + ph[i].p_offset;
 		hit = memmem(seg, ph[i].p_filesz, code, len);
@@ -120,6 +124,6 @@ int mwi_elf_find_code(const char *path, const void *code, size_t len,
 		}
 	}
 out:
-	munmap((void *)img, (size_t)st.st_size);
+	munmap((void *)img, size);
 	return ret;
 }

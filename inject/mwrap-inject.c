@@ -86,7 +86,7 @@ static int list_threads(pid_t pid, pid_t *tids, int max)
 }
 
 struct target_fns {
-	uintptr_t dlopen, dlerror, dlsym, sigaltstack;
+	uintptr_t dlopen, dlerror, sigaltstack;
 	uintptr_t restore_rt;	/* glibc's "mov $15,%rax; syscall", or 0 */
 	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
 };
@@ -133,13 +133,9 @@ static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
 		f->dlopen = m->libc_base + v;
 		if (mwi_elf_symbol(path, "dlerror", &v) == 0)
 			f->dlerror = m->libc_base + v;
-		if (mwi_elf_symbol(path, "dlsym", &v) == 0)
-			f->dlsym = m->libc_base + v;
 	} else if (mwi_elf_symbol(path, "__libc_dlopen_mode", &v) == 0) {
 		f->dlopen = m->libc_base + v;
 		f->internal = 1;
-		if (mwi_elf_symbol(path, "__libc_dlsym", &v) == 0)
-			f->dlsym = m->libc_base + v;
 	}
 	return f->dlopen ? 0 : -ENOENT;
 }

@@ -441,9 +441,12 @@ int mwi_guard(struct mwi_thread *t)
 	return 0;
 }
 
-/* Sets the thread up for a call (rip = @fn, rsp = @sp) from any stop. */
+/* Sets the thread up for a call (rip = @fn, rsp = @sp, its return
+ * address at @sp) from any stop, and resumes it with @resume
+ * (PTRACE_CONT, or PTRACE_SYSCALL to stop at each syscall). */
 static int start_call(struct mwi_thread *t, uintptr_t fn, uintptr_t sp,
-		      const uint64_t *args, int nargs)
+		      uint64_t ret_addr, const uint64_t *args, int nargs,
+		      int resume)
 {
 	struct user_regs_struct r = t->saved;
 	unsigned long long *argreg[6] = { &r.rdi, &r.rsi, &r.rdx, &r.rcx,
@@ -451,6 +454,8 @@ static int start_call(struct mwi_thread *t, uintptr_t fn, uintptr_t sp,
 	uint64_t mask = ~0ull;
 	int i;
 
+	if (peek_poke(t, sp, &ret_addr, sizeof(ret_addr), 1))
+		return -EFAULT;
 	for (i = 0; i < nargs && i < 6; i++)
 		*argreg[i] = args[i];
 	r.rsp = sp;
@@ -470,26 +475,22 @@ static int start_call(struct mwi_thread *t, uintptr_t fn, uintptr_t sp,
 	if (ptrace(PTRACE_SETSIGMASK, t->tid, (void *)sizeof(mask), &mask))
 		return -errno;
 	t->at_enter_stop = 0;
-	return 0;
+	return ptrace(resume, t->tid, 0, 0) ? -errno : 0;
 }
 
 int mwi_call_guarded(struct mwi_thread *t, uintptr_t fn,
 		     const uint64_t *args, int nargs, uintptr_t ret_addr,
 		     uintptr_t stop_rip)
 {
-	uint64_t ra = ret_addr;
 	int err, status;
 
 	if (!t->frame_sp)
 		return -ENOTSUP;
 	/* the frame's pretcode is the call's return address */
-	err = peek_poke(t, t->frame_sp, &ra, sizeof(ra), 1);
-	if (!err)
-		err = start_call(t, fn, t->frame_sp, args, nargs);
+	err = start_call(t, fn, t->frame_sp, ret_addr, args, nargs,
+			 PTRACE_SYSCALL);
 	if (err)
 		return err;
-	if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
-		return -errno;
 	for (;;) {
 		err = wait_stop(t, t->deadline_ms, &status);
 		if (err == -ETIMEDOUT) {
@@ -529,7 +530,6 @@ int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
 	     int nargs, uint64_t *ret)
 {
 	struct user_regs_struct r;
-	uint64_t zero = 0;
 	uintptr_t sp;
 	int err, status;
 
@@ -540,13 +540,9 @@ int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
 	       t->scratch ? t->scratch : t->saved.rsp - 256 - 32768) - 64) &
 	     ~(uintptr_t)15;
 	sp -= 8;
-	err = peek_poke(t, sp, &zero, sizeof(zero), 1);
-	if (!err)
-		err = start_call(t, fn, sp, args, nargs);
+	err = start_call(t, fn, sp, 0, args, nargs, PTRACE_CONT);
 	if (err)
 		return err;
-	if (ptrace(PTRACE_CONT, t->tid, 0, 0))
-		return -errno;
 	for (;;) {
 		err = wait_stop(t, t->deadline_ms, &status);
 		if (err == -ETIMEDOUT) {

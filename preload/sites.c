@@ -126,6 +126,27 @@ struct key {
 	size_t linelen;
 };
 
+static unsigned long key_location(struct key *k, const char *path,
+				  size_t pathlen, int line)
+{
+	k->path = path;
+	k->pathlen = pathlen;
+	k->line = line;
+	k->addr = 0;
+	k->linelen = mw_fmt_u64(k->linebuf, (uint64_t)(unsigned)line);
+	return hash_location(path, pathlen, line);
+}
+
+static unsigned long key_addr(struct key *k, uintptr_t addr)
+{
+	k->path = NULL;
+	k->pathlen = 0;
+	k->line = 0;
+	k->addr = addr;
+	k->linelen = 0;
+	return hash_addr(addr);
+}
+
 static int match(struct cds_lfht_node *node, const void *arg)
 {
 	const struct mw_site *s = caa_container_of(node, struct mw_site, node);
@@ -260,12 +281,7 @@ struct mw_site *mw_site_for_location(const char *path, int line)
 		    path[s->pathlen] == '\0')
 			return s;
 	}
-	k.path = path;
-	k.pathlen = strlen(path);
-	k.line = line;
-	k.addr = 0;
-	k.linelen = mw_fmt_u64(k.linebuf, (uint64_t)(unsigned)line);
-	s = find_or_create(&k, hash_location(path, k.pathlen, line));
+	s = find_or_create(&k, key_location(&k, path, strlen(path), line));
 	if (s) {
 		c->path = path;
 		c->line = line;
@@ -290,35 +306,23 @@ struct mw_site *mw_site_find_location(const char *path, size_t pathlen,
 				      int line)
 {
 	struct key k;
+	unsigned long hash = key_location(&k, path, pathlen, line);
 
-	k.path = path;
-	k.pathlen = pathlen;
-	k.line = line;
-	k.addr = 0;
-	k.linelen = mw_fmt_u64(k.linebuf, (uint64_t)(unsigned)line);
-	return find_only(&k, hash_location(path, pathlen, line));
+	return find_only(&k, hash);
 }
 
 struct mw_site *mw_site_find_addr(uintptr_t addr)
 {
 	struct key k;
+	unsigned long hash = key_addr(&k, addr);
 
-	k.path = NULL;
-	k.pathlen = 0;
-	k.line = 0;
-	k.addr = addr;
-	k.linelen = 0;
-	return find_only(&k, hash_addr(addr));
+	return find_only(&k, hash);
 }
 
 struct mw_site *mw_site_for_addr(uintptr_t addr)
 {
 	struct key k;
+	unsigned long hash = key_addr(&k, addr);
 
-	k.path = NULL;
-	k.pathlen = 0;
-	k.line = 0;
-	k.addr = addr;
-	k.linelen = 0;
-	return find_or_create(&k, hash_addr(addr));
+	return find_or_create(&k, hash);
 }
