@@ -123,7 +123,10 @@ install: all
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
 	cp -L $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
-	install -m 0755 scripts/mwrap scripts/mwrap-attach $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 scripts/mwrap scripts/mwrap-attach scripts/mwrap-report \
+		$(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/bin/lib
+	install -m 0644 scripts/lib/mwrap_report.rb $(DESTDIR)$(PREFIX)/bin/lib/
 	install -d $(DESTDIR)$(RUBY_SITELIB) $(DESTDIR)$(RUBY_SITEARCH)
 	install -m 0644 ruby-ext/lib/mwrap.rb ruby-ext/lib/mwrap_rack.rb \
 		$(DESTDIR)$(RUBY_SITELIB)/

@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -155,6 +156,22 @@ static void header_text(struct mw_out *o)
 	mw_out_str(o, " columns=total_bytes,call_count,location\n");
 }
 
+/* malloc's own view (all arenas; takes each arena's lock briefly, so
+ * never from a hook): what it holds from the system, what is in use,
+ * what is free inside it.  The gap between RSS, malloc_in_use and our
+ * tracked live bytes is the fragmentation and the untracked part. */
+static void header_malloc(struct mw_out *o)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	mw_out_str(o, ",\"malloc_arena_bytes\":");
+	mw_out_u64(o, mi.arena + mi.hblkhd, 0);
+	mw_out_str(o, ",\"malloc_in_use_bytes\":");
+	mw_out_u64(o, mi.uordblks + mi.hblkhd, 0);
+	mw_out_str(o, ",\"malloc_free_bytes\":");
+	mw_out_u64(o, mi.fordblks, 0);
+}
+
 static void header_json(struct mw_out *o)
 {
 	uint64_t secs = sub0(mw_monotonic_ns(), mw_track_since_ns) /
@@ -175,6 +192,7 @@ static void header_json(struct mw_out *o)
 	mw_out_u64(o, mw_sample_bytes, 0);
 	mw_out_str(o, ",\"unknown_frees\":");
 	mw_out_u64(o, mw_live_unknown(), 0);
+	header_malloc(o);
 	mw_out_str(o, "}\n");
 }
 

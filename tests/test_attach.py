@@ -335,3 +335,21 @@ def test_target_in_its_own_mount_and_pid_namespace(spawn, tmp):
     detach(pid)
     rc, rest, _ = t.finish()
     assert rc == 0 and rest == ["bye 799900"]
+
+
+def test_sampled_attach_ranks_the_leak_and_says_estimate(spawn):
+    t, line, _ = start_leak(spawn)
+    keep_attached(t.pid, ["--sample=8192"])
+    # 12 MB leaked (~1,500 samples) against at most ~2.5 MB of churn
+    # not yet collected: the ranking is not left to chance
+    t.send("leak 3000 4000")
+    t.send("churn 5000")
+    t.expect("leaked")
+    t.expect("churned")
+    p = attach(["-p", str(t.pid), "--dump"])
+    assert p.returncode == 0, p.stderr
+    assert "figures are estimates" in p.stdout
+    table = p.stdout.split("location\n", 1)[1]
+    assert table.splitlines()[0].endswith(f"{LEAK_RB}:{line}")
+    detach(t.pid)
+    assert t.finish()[0] == 0

@@ -1,0 +1,196 @@
+# frozen_string_literal: true
+#
+# Reading dumps and rendering reports, for mwrap-report and mwrap-attach.
+# Dumps come in two formats: our JSON Lines (a header object, then one
+# object per site) and mwrap's three columns ("total_bytes call_count
+# location", after optional "# " header lines).  The three-column format
+# has no frees, so its live figures are unknown (nil).
+require "json"
+
+module MwrapReport
+  Dump = Struct.new(:header, :sites, keyword_init: true)
+
+  SORT_KEYS = %w[live total allocations frees lifespan].freeze
+
+  # Parses a dump file's text; raises ArgumentError on anything else.
+  def self.parse(text, name = "dump")
+    lines = text.lines.map(&:strip).reject(&:empty?)
+    raise ArgumentError, "#{name}: empty" if lines.empty?
+
+    lines.first.start_with?("{") ? parse_json(lines, name) : parse_columns(lines, name)
+  end
+
+  def self.parse_json(lines, name)
+    header = {}
+    sites = []
+    lines.each_with_index do |l, i|
+      obj = JSON.parse(l)
+      raise ArgumentError, "#{name}:#{i + 1}: not an object" unless obj.is_a?(Hash)
+
+      case obj["type"]
+      when "header" then header = obj
+      when "site" then sites << site_from_json(obj, name, i + 1)
+      else raise ArgumentError, "#{name}:#{i + 1}: unknown type #{obj['type'].inspect}"
+      end
+    end
+    Dump.new(header: header, sites: sites)
+  rescue JSON::ParserError => e
+    raise ArgumentError, "#{name}: not JSON Lines (#{e.message.lines.first.strip})"
+  end
+
+  def self.site_from_json(obj, name, lineno)
+    %w[location total_bytes allocations].each do |k|
+      raise ArgumentError, "#{name}:#{lineno}: site without #{k}" unless obj.key?(k)
+    end
+    {
+      location: obj["location"].to_s, total: obj["total_bytes"].to_i,
+      allocations: obj["allocations"].to_i, frees: obj["frees"]&.to_i,
+      freed: obj["freed_bytes"]&.to_i, live: obj["live_bytes"]&.to_i,
+      live_count: obj["live_count"]&.to_i, age_total: obj["age_total"]&.to_i,
+      max_lifespan: obj["max_lifespan"]&.to_i,
+    }
+  end
+
+  COLUMN_LINE = /\A(\d+)\s+(\d+)\s(.+)\z/.freeze
+
+  def self.parse_columns(lines, name)
+    header = {}
+    sites = {}
+    lines.each_with_index do |l, i|
+      if l.start_with?("#")
+        l.scan(/(\w+)=(\S+)/) { |k, v| header[k] = v =~ /\A\d+\z/ ? v.to_i : v }
+        next
+      end
+      m = COLUMN_LINE.match(l) or raise ArgumentError, "#{name}:#{i + 1}: not a dump line: #{l[0, 60].inspect}"
+      # appended dumps: the last one of a site wins
+      sites[m[3]] = { location: m[3], total: m[1].to_i, allocations: m[2].to_i, frees: nil,
+                      freed: nil, live: nil, live_count: nil, age_total: nil, max_lifespan: nil }
+    end
+    Dump.new(header: header, sites: sites.values)
+  end
+
+  def self.mean_lifespan(site)
+    return nil unless site[:frees] && site[:age_total]
+
+    site[:frees].positive? ? site[:age_total].to_f / site[:frees] : Float::INFINITY
+  end
+
+  def self.sort_value(site, key)
+    case key
+    when "live" then site[:live] || site[:total]
+    when "total" then site[:total]
+    when "allocations" then site[:allocations]
+    when "frees" then site[:frees] || 0
+    when "lifespan" then mean_lifespan(site) || 0
+    end
+  end
+
+  # Applies --min, --grep, --sort and --top.
+  def self.select(sites, min: 0, grep: nil, sort: "live", top: nil)
+    out = sites.select { |s| (s[:live] || s[:total]) >= min }
+    out = out.select { |s| grep.match?(s[:location]) } if grep
+    out = out.sort_by { |s| [-sort_value(s, sort), s[:location]] }
+    top ? out.first(top) : out
+  end
+
+  def self.human(n)
+    return "-" if n.nil?
+
+    x = n.to_f
+    %w[B KiB MiB GiB TiB].each do |u|
+      return(u == "B" ? format("%d B", x) : format("%.1f %s", x, u)) if x.abs < 1024 || u == "TiB"
+
+      x /= 1024
+    end
+  end
+
+  def self.num(n)
+    n.nil? ? "-" : n.to_s
+  end
+
+  def self.header_lines(header, window: nil)
+    h = header
+    out = []
+    first = +"pid #{h['pid'] || '?'}"
+    first << format(", window %.1f s", window || h["seconds"].to_f) if window || h["seconds"]
+    first << ", ages in #{h['age_unit']}" if h["age_unit"]
+    out << first
+    if h["rss_bytes"]
+      line = +"RSS #{human(h['rss_bytes'])}"
+      line << " | malloc in use #{human(h['malloc_in_use_bytes'])}, " \
+              "free inside malloc #{human(h['malloc_free_bytes'])}" if h["malloc_in_use_bytes"]
+      line << " | tracked live #{human(h['tracked_live_bytes'])}" if h["tracked_live_bytes"]
+      out << line
+    end
+    if h["sample_bytes"].to_i.positive?
+      out << "figures are estimates: about one allocation in every #{human(h['sample_bytes'])} " \
+             "was recorded, and scaled"
+    end
+    out
+  end
+
+  # The leak view: sites by live bytes, with their share of the total.
+  def self.text(dump, sites, window: nil, title: nil)
+    live_total = dump.sites.sum { |s| s[:live] || 0 }
+    out = +"mwrap report: #{header_lines(dump.header, window: window).join("\n")}\n"
+    out << "#{title}\n" if title
+    if dump.sites.any? { |s| s[:live].nil? }
+      out << "(an mwrap three-column dump: no frees recorded, so totals stand in for live bytes)\n"
+    end
+    out << format("%14s %6s %10s %14s %11s %11s %13s  %s\n", "live_bytes", "share", "live_count",
+                  "total_bytes", "allocations", "frees", "mean_lifespan", "location")
+    sites.each do |s|
+      share = s[:live] && live_total.positive? ? format("%5.1f%%", 100.0 * s[:live] / live_total) : "-"
+      mean = mean_lifespan(s)
+      mean = mean.nil? || mean.infinite? ? "-" : format("%.1f", mean)
+      out << format("%14s %6s %10s %14d %11d %11s %13s  %s\n", num(s[:live]), share, num(s[:live_count]),
+                    s[:total], s[:allocations], num(s[:frees]), mean, s[:location])
+    end
+    out << format("(%d of %d sites shown; %s live in all sites)\n", sites.size, dump.sites.size,
+                  human(live_total))
+  end
+
+  def self.json(dump, sites)
+    rows = sites.map do |s|
+      JSON.generate({ "type" => "site", "location" => s[:location], "total_bytes" => s[:total],
+                      "allocations" => s[:allocations], "frees" => s[:frees], "freed_bytes" => s[:freed],
+                      "live_bytes" => s[:live], "live_count" => s[:live_count],
+                      "age_total" => s[:age_total], "max_lifespan" => s[:max_lifespan] })
+    end
+    ([JSON.generate(dump.header.merge("type" => "header"))] + rows).join("\n") + "\n"
+  end
+
+  # Growth per site between two dumps (like tracemalloc's compare_to):
+  # new minus old, sites only in one dump count from zero.
+  def self.diff(old, new)
+    before = old.sites.to_h { |s| [s[:location], s] }
+    after = new.sites.to_h { |s| [s[:location], s] }
+    (before.keys | after.keys).map do |loc|
+      a = before[loc] || {}
+      b = after[loc] || {}
+      {
+        location: loc,
+        live: delta(b[:live] || b[:total], a[:live] || a[:total]),
+        total: delta(b[:total], a[:total]),
+        allocations: delta(b[:allocations], a[:allocations]),
+        frees: delta(b[:frees], a[:frees]),
+        new: a.empty?, gone: b.empty?,
+      }
+    end
+  end
+
+  def self.delta(b, a)
+    (b || 0) - (a || 0)
+  end
+
+  def self.diff_text(old, new, rows)
+    out = +"mwrap diff: #{header_lines(old.header).first} -> #{header_lines(new.header).first}\n"
+    out << format("%14s %14s %12s %10s  %s\n", "live_growth", "total_growth", "allocations", "frees", "location")
+    rows.each do |r|
+      mark = r[:new] ? " (new)" : r[:gone] ? " (gone)" : ""
+      out << format("%+14d %+14d %+12d %+10d  %s%s\n", r[:live], r[:total], r[:allocations], r[:frees],
+                    r[:location], mark)
+    end
+    out << format("(%d sites; live growth %+d bytes in all)\n", rows.size, rows.sum { |r| r[:live] })
+  end
+end

@@ -1,0 +1,123 @@
+"""mwrap-report on small hand-written dumps (tests/data), and on a dump
+from a real attach."""
+import json
+import os
+
+import pytest
+
+from conftest import ROOT, attach, ptrace_allowed, run
+
+REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
+DATA = os.path.join(ROOT, "tests", "data")
+OLD, NEW = os.path.join(DATA, "old.json"), os.path.join(DATA, "new.json")
+
+
+def report(*args):
+    return run([REPORT, *args])
+
+
+def rows(text):
+    """The table rows: (live, share, location) per site."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and (parts[0].isdigit() or parts[0] == "-"):
+            out.append((parts[0], parts[1], parts[-1]))
+    return out
+
+
+def test_leak_view_ranks_by_live_bytes_with_shares_and_header():
+    p = report(NEW)
+    assert p.returncode == 0, p.stderr
+    assert rows(p.stdout) == [
+        ("12000000", "84.5%", "app/cache.rb:20"),
+        ("2000000", "14.1%", "app/render.rb:15"),
+        ("200000", "1.4%", "/lib/x86_64-linux-gnu/libz.so.1(deflateInit2_+0x1a2)[0x7f0000001234]"),
+    ]
+    head = p.stdout.splitlines()[:2]
+    assert head[0] == "mwrap report: pid 4242, window 70.0 s, ages in gc_generations"
+    assert head[1] == ("RSS 130.0 MiB | malloc in use 90.6 MiB, free inside malloc 33.4 MiB"
+                       " | tracked live 13.5 MiB")
+    assert "mean_lifespan" in p.stdout and " 0.5 " in p.stdout   # 29000/58000
+
+
+@pytest.mark.parametrize("args, expect", [
+    (["--top", "1"], ["app/cache.rb:20"]),
+    (["--min", "1000000"], ["app/cache.rb:20", "app/render.rb:15"]),
+    (["--sort", "total"], ["app/render.rb:15", "app/cache.rb:20", "/lib/x86_64-linux-gnu/libz.so.1"
+                           "(deflateInit2_+0x1a2)[0x7f0000001234]"]),
+    (["--sort", "allocations", "--top", "1"], ["app/render.rb:15"]),
+    (["--grep", "libz|cache"], ["app/cache.rb:20", "/lib/x86_64-linux-gnu/libz.so.1"
+                                "(deflateInit2_+0x1a2)[0x7f0000001234]"]),
+])
+def test_filters(args, expect):
+    p = report(*args, NEW)
+    assert p.returncode == 0, p.stderr
+    assert [r[2] for r in rows(p.stdout)] == expect
+
+
+def test_diff_growth_per_site():
+    p = report("--diff", OLD, NEW)
+    assert p.returncode == 0, p.stderr
+    lines = [l for l in p.stdout.splitlines() if l.strip().startswith(("+", "-"))]
+    assert lines[0].split()[:2] == ["+10000000", "+10000000"] and "app/cache.rb:20" in lines[0]
+    assert lines[1].split()[0] == "+1000000" and "app/render.rb:15" in lines[1]
+    assert lines[2].split()[0] == "+200000" and lines[2].endswith("(new)")
+    assert lines[3].split()[0] == "-5000" and lines[3].endswith("app/old.rb:3 (gone)")
+    assert "live growth +11195000 bytes" in p.stdout
+
+
+def test_diff_json():
+    p = report("--diff", "--format", "json", OLD, NEW)
+    growth = [json.loads(l) for l in p.stdout.splitlines()]
+    assert growth[0]["location"] == "app/cache.rb:20" and growth[0]["live"] == 10_000_000
+
+
+def test_json_output_keeps_the_schema():
+    p = report("--format", "json", "--top", "2", NEW)
+    objs = [json.loads(l) for l in p.stdout.splitlines()]
+    assert objs[0]["type"] == "header" and objs[0]["pid"] == 4242
+    assert [o["location"] for o in objs[1:]] == ["app/cache.rb:20", "app/render.rb:15"]
+    assert objs[1]["live_bytes"] == 12_000_000
+
+
+def test_mwrap_three_column_dump():
+    p = report(os.path.join(DATA, "mwrap3.txt"))
+    assert p.returncode == 0, p.stderr
+    assert "totals stand in for live bytes" in p.stdout
+    assert [r[2] for r in rows(p.stdout)] == ["leak.rb:5", "-e:1", "-e:2"]
+
+
+@pytest.mark.parametrize("args, code, text", [
+    ([os.path.join(DATA, "garbage.txt")], 3, "not a dump line"),
+    (["/nonexistent.json"], 3, "cannot read"),
+    (["--sort", "size", NEW], 2, "--sort must be one of"),
+    (["--diff", NEW], 2, "--diff wants two dumps"),
+    (["--grep", "(", NEW], 2, "bad --grep"),
+    ([], 2, "one dump"),
+])
+def test_bad_input(args, code, text):
+    p = report(*args)
+    assert p.returncode == code and text in p.stderr, p.stderr
+
+
+@pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
+def test_report_of_a_real_attach(spawn, tmp):
+    leak = os.path.join(ROOT, "tests", "targets", "leak.rb")
+    t = spawn(["ruby", leak])
+    line = int(t.expect("ready").split()[2].split("=")[1])
+    assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
+    first = tmp / "first.json"
+    assert attach(["-p", str(t.pid), "--dump", "--format=json", "-o", str(first)]).returncode == 0
+    t.send("leak 400 10000")
+    t.expect("leaked")
+    second = tmp / "second.json"
+    assert attach(["-p", str(t.pid), "--dump", "--format=json", "-o", str(second)]).returncode == 0
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    p = report("--top", "1", str(second))
+    assert rows(p.stdout)[0][2] == f"{leak}:{line}"
+    assert "malloc in use" in p.stdout
+    p = report("--diff", "--top", "1", str(first), str(second))
+    top = [l for l in p.stdout.splitlines() if l.strip().startswith("+")][0]
+    assert f"{leak}:{line}" in top and int(top.split()[0]) >= 400 * 10000
+    assert t.finish()[0] == 0
