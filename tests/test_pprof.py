@@ -1,0 +1,110 @@
+"""pprof output, decoded back with protoc against profile.proto."""
+import gzip
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT, attach, ptrace_allowed, run
+
+REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
+DATA = os.path.join(ROOT, "tests", "data")
+PROTOC = shutil.which("protoc")
+pytestmark = pytest.mark.skipif(PROTOC is None, reason="protoc not installed")
+
+
+def parse_text(text):
+    """protoc's text format -> nested dicts of lists."""
+    root, stack = {}, []
+    cur = root
+    for line in text.splitlines():
+        line = line.strip()
+        if line.endswith("{"):
+            child = {}
+            cur.setdefault(line[:-1].strip(), []).append(child)
+            stack.append(cur)
+            cur = child
+        elif line == "}":
+            cur = stack.pop()
+        elif line:
+            key, val = line.split(":", 1)
+            val = val.strip()
+            val = val[1:-1].encode().decode("unicode_escape") if val.startswith('"') \
+                else val == "true" if val in ("true", "false") else int(val)
+            cur.setdefault(key, []).append(val)
+    return root
+
+
+def decode(path):
+    raw = gzip.open(path).read()
+    p = subprocess.run([PROTOC, "--decode=perftools.profiles.Profile", "-I", DATA,
+                        os.path.join(DATA, "profile.proto")], input=raw,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    prof = parse_text(p.stdout.decode())
+    strings = prof["string_table"]
+    assert strings[0] == ""
+    return prof, strings
+
+
+def by_location(prof, strings):
+    """{site name: (values, location)} with names rebuilt from functions."""
+    funcs = {f["id"][0]: f for f in prof["function"]}
+    out = {}
+    locs = {l["id"][0]: l for l in prof["location"]}
+    for s in prof["sample"]:
+        loc = locs[s["location_id"][0]]
+        fn = funcs[loc["line"][0]["function_id"][0]]
+        name = strings[fn["name"][0]]
+        line = loc["line"][0].get("line", [0])[0]
+        out[f"{name}:{line}" if line else name] = (s["value"], loc)
+    return out
+
+
+def test_profile_from_a_dump(tmp):
+    out = tmp / "p.pb.gz"
+    p = run([REPORT, "--format", "pprof", "-o", str(out), os.path.join(DATA, "new.json")])
+    assert p.returncode == 0, p.stderr
+    prof, strings = decode(out)
+    types = [(strings[t["type"][0]], strings[t["unit"][0]]) for t in prof["sample_type"]]
+    assert types == [("alloc_objects", "count"), ("alloc_space", "bytes"),
+                     ("inuse_objects", "count"), ("inuse_space", "bytes")]
+    assert strings[prof["default_sample_type"][0]] == "inuse_space"
+    sites = by_location(prof, strings)
+    assert sites["app/cache.rb:20"][0] == [1200, 12000000, 1200, 12000000]
+    assert sites["app/render.rb:15"][0] == [60000, 60000000, 2000, 2000000]
+    values, loc = sites["deflateInit2_"]
+    assert values == [4, 400000, 2, 200000]
+    assert loc["address"][0] == 0x7f0000001234
+    mapping = prof["mapping"][0]
+    assert strings[mapping["filename"][0]] == "/lib/x86_64-linux-gnu/libz.so.1"
+    assert prof["duration_nanos"][0] == 70 * 10**9
+
+
+def test_pprof_refuses_a_terminal_and_diff():
+    p = run([REPORT, "--diff", "--format", "pprof", os.path.join(DATA, "old.json"),
+             os.path.join(DATA, "new.json")])
+    assert p.returncode == 2 and "--diff prints text or json" in p.stderr
+
+
+@pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
+def test_profile_straight_from_an_attach(spawn, tmp):
+    leak = os.path.join(ROOT, "tests", "targets", "leak.rb")
+    t = spawn(["ruby", leak])
+    line = int(t.expect("ready").split()[2].split("=")[1])
+    assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
+    t.send("leak 200 10000")
+    t.expect("leaked")
+    out = tmp / "attach.pb.gz"
+    p = attach(["-p", str(t.pid), "--dump", "--format=pprof", "-o", str(out)])
+    assert p.returncode == 0, p.stderr
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    prof, strings = decode(out)
+    sites = by_location(prof, strings)
+    values, _ = sites[f"{leak}:{line}"]
+    assert values[0] >= 200 and values[3] >= 200 * 10000
+    top = max(sites.items(), key=lambda kv: kv[1][0][3])
+    assert top[0] == f"{leak}:{line}"
+    assert t.finish()[0] == 0
