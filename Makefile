@@ -126,7 +126,8 @@ install: all
 	install -m 0755 scripts/mwrap scripts/mwrap-attach scripts/mwrap-report \
 		$(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/bin/lib
-	install -m 0644 scripts/lib/mwrap_report.rb $(DESTDIR)$(PREFIX)/bin/lib/
+	install -m 0644 scripts/lib/mwrap_report.rb scripts/lib/mwrap_pprof.rb \
+		scripts/lib/mwrap_html.rb $(DESTDIR)$(PREFIX)/bin/lib/
 	install -d $(DESTDIR)$(RUBY_SITELIB) $(DESTDIR)$(RUBY_SITEARCH)
 	install -m 0644 ruby-ext/lib/mwrap.rb ruby-ext/lib/mwrap_rack.rb \
 		$(DESTDIR)$(RUBY_SITELIB)/

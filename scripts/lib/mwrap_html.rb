@@ -1,0 +1,135 @@
+# frozen_string_literal: true
+#
+# A dump as one self-contained HTML page (no network): the header
+# figures, a chart of live bytes by file and line (inline SVG: one bar
+# per file, split into its lines), and a table sortable by any column
+# (a few lines of JavaScript; #sort=COLUMN in the URL sorts on load).
+require "cgi"
+require_relative "mwrap_report"
+
+module MwrapHtml
+  COLUMNS = [%w[live live_bytes], %w[live_count live_count], %w[total total_bytes],
+             %w[allocations allocations], %w[frees frees], %w[mean_life mean_lifespan],
+             %w[location location]].freeze
+  COLORS = %w[#4e79a7 #f28e2b #e15759 #76b7b2 #59a14f #edc948 #b07aa1 #ff9da7 #9c755f #bab0ac].freeze
+
+  def self.h(s)
+    CGI.escapeHTML(s.to_s)
+  end
+
+  # Live bytes by file, each split by line: [[file, total, [[line, bytes]]]].
+  def self.by_file(sites)
+    files = Hash.new { |hash, k| hash[k] = Hash.new(0) }
+    sites.each do |s|
+      next unless s[:live].to_i.positive?
+
+      file, line = s[:location] =~ /\A(.*):(\d+)\z/ ? [$1, $2] : [s[:location], nil]
+      files[file][line] += s[:live]
+    end
+    files.map { |f, lines| [f, lines.values.sum, lines.sort_by { |_, b| -b }] }
+         .sort_by { |_, total, _| -total }
+  end
+
+  def self.chart(sites, top: 12)
+    files = by_file(sites).first(top)
+    return "<p>No live bytes recorded.</p>" if files.empty?
+
+    max = files.map { |_, total, _| total }.max.to_f
+    width = 900
+    svg = +"<svg id=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"#{width + 20}\" " \
+           "height=\"#{files.size * 44 + 10}\" role=\"img\" aria-label=\"live bytes by file and line\">"
+    files.each_with_index do |(file, total, lines), i|
+      y = 10 + i * 44
+      svg << "<text x=\"0\" y=\"#{y + 10}\" font-size=\"12\">#{h(file)} — " \
+             "#{h(MwrapReport.human(total))}</text>"
+      x = 0.0
+      lines.each_with_index do |(line, bytes), j|
+        w = width * bytes / max
+        label = line ? "#{file}:#{line}" : file
+        svg << "<rect class=\"seg\" x=\"#{x.round(1)}\" y=\"#{y + 16}\" width=\"#{[w, 0.5].max.round(1)}\" " \
+               "height=\"20\" fill=\"#{COLORS[j % COLORS.size]}\"><title>#{h(label)}: #{bytes} bytes</title></rect>"
+        svg << "<text x=\"#{(x + 3).round(1)}\" y=\"#{y + 31}\" font-size=\"11\" fill=\"#fff\">" \
+               "#{h(":#{line}")}</text>" if line && w > 40
+        x += w
+      end
+    end
+    svg << "</svg>"
+  end
+
+  def self.cell(site, key)
+    case key
+    when "mean_lifespan"
+      m = MwrapReport.mean_lifespan(site)
+      m.nil? ? "" : m.infinite? ? "Infinity" : format("%.1f", m)
+    when "location" then site[:location]
+    when "live_bytes" then site[:live]
+    when "total_bytes" then site[:total]
+    else site[key.to_sym]
+    end
+  end
+
+  def self.table(sites)
+    html = +"<table id=\"sites\"><thead><tr>"
+    COLUMNS.each { |id, label| html << "<th data-col=\"#{id}\"><a href=\"#sort=#{id}\">#{label}</a></th>" }
+    html << "</tr></thead><tbody>"
+    sites.each do |s|
+      html << "<tr>"
+      COLUMNS.each do |id, key|
+        v = cell(s, key)
+        cls = id == "location" ? " class=\"loc\"" : ""
+        html << "<td#{cls} data-v=\"#{h(v)}\">#{h(v.is_a?(Integer) ? v.to_s : v)}</td>"
+      end
+      html << "</tr>"
+    end
+    html << "</tbody></table>"
+  end
+
+  SCRIPT = <<~JS
+    // Sorts the sites table by a column: numbers descending, text ascending.
+    function sortBy(col) {
+      var table = document.getElementById("sites");
+      var idx = Array.prototype.findIndex.call(table.tHead.rows[0].cells,
+        function (c) { return c.dataset.col === col; });
+      if (idx < 0) return;
+      var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[idx].dataset.v, y = b.cells[idx].dataset.v;
+        var nx = parseFloat(x), ny = parseFloat(y);
+        if (col !== "location" && !isNaN(nx) && !isNaN(ny)) return ny - nx;
+        return x < y ? -1 : x > y ? 1 : 0;
+      });
+      rows.forEach(function (r) { table.tBodies[0].appendChild(r); });
+      document.body.dataset.sorted = col;
+    }
+    function fromHash() {
+      var m = /sort=([a-z_]+)/.exec(location.hash);
+      sortBy(m ? m[1] : "live");
+    }
+    window.addEventListener("hashchange", fromHash);
+    fromHash();
+  JS
+
+  def self.page(dump, sites, window: nil)
+    head = MwrapReport.header_lines(dump.header, window: window)
+    <<~HTML
+      <!DOCTYPE html>
+      <html><head><meta charset="utf-8"><title>mwrap report: pid #{h(dump.header['pid'])}</title>
+      <style>
+      body{font-family:sans-serif;margin:1.5em;color:#222}
+      table{border-collapse:collapse;margin-top:1em}
+      td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}
+      td.loc{text-align:left;font-family:monospace}
+      th a{text-decoration:none;color:#1a4f8b}
+      .head{font-family:monospace;white-space:pre}
+      </style></head><body>
+      <h1>mwrap report</h1>
+      <div class="head">#{head.map { |l| h(l) }.join("\n")}</div>
+      <h2>Live bytes by file and line</h2>
+      #{chart(sites)}
+      <h2>Sites</h2>
+      #{table(sites)}
+      <script>#{SCRIPT}</script>
+      </body></html>
+    HTML
+  end
+end

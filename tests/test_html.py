@@ -1,0 +1,67 @@
+"""The HTML report: one self-contained page, looked at in headless
+Chromium (its sort script runs; the chart is drawn; a screenshot is
+saved in the test's tmp dir)."""
+import os
+import re
+import shutil
+
+import pytest
+
+from conftest import ROOT, attach, ptrace_allowed, run
+
+REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
+NEW = os.path.join(ROOT, "tests", "data", "new.json")
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+
+
+def chromium(args, tmp):
+    return run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={tmp / 'chrome-profile'}"] + args, timeout=120)
+
+
+def table_locations(dom):
+    body = dom.split('<tbody>', 1)[1]
+    return [re.sub(r"<[^>]+>", "", m) for m in
+            re.findall(r'<td class="loc"[^>]*>(.*?)</td>', body)]
+
+
+def test_html_report_in_chromium(tmp):
+    page = tmp / "report.html"
+    p = run([REPORT, "--format", "html", "-o", str(page), NEW])
+    assert p.returncode == 0, p.stderr
+    html = page.read_text()
+    # self-contained: nothing fetched from anywhere
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    assert "<script src" not in html and "<link" not in html
+    p = chromium(["--dump-dom", f"file://{page}"], tmp)
+    assert p.returncode == 0, p.stderr
+    assert 'data-sorted="live"' in p.stdout
+    assert table_locations(p.stdout)[0] == "app/cache.rb:20"
+    assert p.stdout.count('class="seg"') == 3          # three bars in the chart
+    p = chromium(["--dump-dom", f"file://{page}#sort=total"], tmp)
+    assert 'data-sorted="total"' in p.stdout
+    assert table_locations(p.stdout)[:2] == ["app/render.rb:15", "app/cache.rb:20"]
+    shot = tmp / "report.png"
+    p = chromium([f"--screenshot={shot}", "--window-size=1100,700", f"file://{page}"], tmp)
+    assert p.returncode == 0 and shot.stat().st_size > 5000
+
+
+@pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
+def test_html_straight_from_an_attach(spawn, tmp):
+    leak = os.path.join(ROOT, "tests", "targets", "leak.rb")
+    t = spawn(["ruby", leak])
+    line = int(t.expect("ready").split()[2].split("=")[1])
+    assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
+    t.send("leak 300 10000")
+    t.expect("leaked")
+    page = tmp / "attach.html"
+    p = attach(["-p", str(t.pid), "--dump", "--format=html", "-o", str(page)])
+    assert p.returncode == 0, p.stderr
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    p = chromium(["--dump-dom", f"file://{page}"], tmp)
+    assert table_locations(p.stdout)[0] == f"{leak}:{line}"
+    assert f"{os.path.basename(leak)}:{line}" in p.stdout      # in the chart too
+    assert t.finish()[0] == 0
