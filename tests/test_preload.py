@@ -55,21 +55,9 @@ def test_dump_path_appends(tmp):
     assert path.read_text().count("# mwrap-attach") == 2
 
 
-FIDDLE_LEAK = """\
-require 'fiddle'
-ptrs = Array.new(100_000)
-i = 0
-while i < 100_000
-  ptrs[i] = Fiddle.malloc(1024)
-  i += 1
-end
-i = 0
-while i < 50_000
-  Fiddle.free(ptrs[i])
-  i += 1
-end
-puts "leaked"
-"""
+# 100,000 x Fiddle.malloc(1024) on line 5, half of them freed
+with open(os.path.join(os.path.dirname(__file__), "targets", "fiddle_leak.rb")) as _f:
+    FIDDLE_LEAK = _f.read() + 'puts "leaked"\n'
 
 
 def test_fiddle_leak_attributed_to_its_line(tmp):

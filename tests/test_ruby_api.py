@@ -122,19 +122,9 @@ def test_total_bytes():
     assert p.returncode == 0, p.stderr
 
 
-ARTICLE = """\
-require 'fiddle'
-ptrs = Array.new(100_000)
-i = 0
-while i < 100_000
-  ptrs[i] = Fiddle.malloc(1024)
-  i += 1
-end
-i = 0
-while i < 50_000
-  Fiddle.free(ptrs[i])
-  i += 1
-end
+# the mwrap article's script, after the Fiddle leak (line 5)
+with open(os.path.join(ROOT, "tests", "targets", "fiddle_leak.rb")) as _f:
+    ARTICLE = _f.read() + """\
 require 'mwrap'
 results = []
 Mwrap.each do |location, total, allocations, frees, age_total, max_lifespan|
