@@ -21,5 +21,7 @@ def test_bench_smoke_prints_every_figure():
     assert re.search(r"service throughput: before \d+ req/s, attached \d+ req/s", out)
     # at smoke scale a handful of samples stand for the leak: its rank is
     # chance there, so only the figure's presence is checked
+    assert re.search(r"^ +\d+ sites +-?\d+ ns/alloc +dump +[\d.]+ ms +\d+ live blocks +[\d.]+ MiB own "
+                     r"memory +\d+ bytes/live block$", out, re.M), out
     assert re.search(r"leak ranking .*: full tracking (first|NOT first .*), "
                      r"sampled (first|NOT first .*)", out), out
