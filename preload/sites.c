@@ -36,7 +36,7 @@ uint64_t mw_sites_dropped;
  * another file after GC), so a stale or torn entry only costs a miss.
  * Written and read by threads holding the GVL; no lock needed for
  * correctness. */
-#define LOC_CACHE_BITS 16
+#define LOC_CACHE_BITS 14
 struct loc_cache_entry {
 	const char *path;
 	int line;
