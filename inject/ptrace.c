@@ -478,22 +478,22 @@ static int start_call(struct mwi_thread *t, uintptr_t fn, uintptr_t sp,
 	return ptrace(resume, t->tid, 0, 0) ? -errno : 0;
 }
 
-int mwi_call_guarded(struct mwi_thread *t, uintptr_t fn,
-		     const uint64_t *args, int nargs, uintptr_t ret_addr,
-		     uintptr_t stop_rip)
+/* Runs the thread until the call just started returns: to address 0
+ * (its SIGSEGV; *@rax gets the result) when @stop_rip is 0, else to the
+ * entry of the rt_sigreturn whose syscall instruction ends at @stop_rip
+ * (a guarded call).  Other signals are kept for later; a fault in the
+ * call, our deadline or the thread's death end it with an error. */
+static int finish_call(struct mwi_thread *t, uintptr_t stop_rip,
+		       uint64_t *rax)
 {
+	int resume = stop_rip ? PTRACE_SYSCALL : PTRACE_CONT;
+	struct user_regs_struct r;
 	int err, status;
 
-	if (!t->frame_sp)
-		return -ENOTSUP;
-	/* the frame's pretcode is the call's return address */
-	err = start_call(t, fn, t->frame_sp, ret_addr, args, nargs,
-			 PTRACE_SYSCALL);
-	if (err)
-		return err;
 	for (;;) {
 		err = wait_stop(t, t->deadline_ms, &status);
 		if (err == -ETIMEDOUT) {
+			/* stop it and let mwi_release unwind the call */
 			interrupt(t);
 			return -ETIMEDOUT;
 		}
@@ -512,26 +512,47 @@ int mwi_call_guarded(struct mwi_thread *t, uintptr_t fn,
 				return 0;
 			}
 		} else if (WIFSTOPPED(status) && !is_event_stop(status)) {
-			if (WSTOPSIG(status) == SIGSEGV ||
-			    WSTOPSIG(status) == SIGBUS ||
-			    WSTOPSIG(status) == SIGILL) {
-				fprintf(stderr, "mwrap-inject: the target "
-					"faulted inside the injected call\n");
+			int sig = WSTOPSIG(status);
+
+			if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL) {
+				err = get_regs(t, &r);
+				if (err)
+					return err;
+				if (!stop_rip && sig == SIGSEGV && r.rip == 0) {
+					*rax = r.rax;	/* our return trap */
+					return 0;
+				}
+				fprintf(stderr, "mwrap-inject: the target faulted "
+					"inside the injected call at %#llx\n",
+					r.rip);
 				return -EFAULT;
 			}
-			remember_signal(t, WSTOPSIG(status));
+			remember_signal(t, sig);
 		}
-		if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+		if (ptrace(resume, t->tid, 0, 0))
 			return -errno;
 	}
+}
+
+int mwi_call_guarded(struct mwi_thread *t, uintptr_t fn,
+		     const uint64_t *args, int nargs, uintptr_t ret_addr,
+		     uintptr_t stop_rip)
+{
+	int err;
+
+	if (!t->frame_sp)
+		return -ENOTSUP;
+	/* the frame's pretcode is the call's return address */
+	err = start_call(t, fn, t->frame_sp, ret_addr, args, nargs,
+			 PTRACE_SYSCALL);
+	return err ? err : finish_call(t, stop_rip, NULL);
 }
 
 int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
 	     int nargs, uint64_t *ret)
 {
-	struct user_regs_struct r;
 	uintptr_t sp;
-	int err, status;
+	int err;
 
 	/* a stack below our scratch (and below the frame, if any), aligned
 	 * so that the callee sees rsp = 8 mod 16, as after a call; the
@@ -541,35 +562,7 @@ int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
 	     ~(uintptr_t)15;
 	sp -= 8;
 	err = start_call(t, fn, sp, 0, args, nargs, PTRACE_CONT);
-	if (err)
-		return err;
-	for (;;) {
-		err = wait_stop(t, t->deadline_ms, &status);
-		if (err == -ETIMEDOUT) {
-			/* stop it and let mwi_release unwind the call */
-			interrupt(t);
-			return -ETIMEDOUT;
-		}
-		if (err)
-			return err;
-		if (WIFSTOPPED(status) && WSTOPSIG(status) == SIGSEGV &&
-		    !is_event_stop(status)) {
-			err = get_regs(t, &r);
-			if (err)
-				return err;
-			if (r.rip == 0) {	/* our return trap */
-				*ret = r.rax;
-				return 0;
-			}
-			fprintf(stderr, "mwrap-inject: the target faulted "
-				"inside the injected call at %#llx\n", r.rip);
-			return -EFAULT;
-		}
-		if (WIFSTOPPED(status) && !is_event_stop(status))
-			remember_signal(t, WSTOPSIG(status));
-		if (ptrace(PTRACE_CONT, t->tid, 0, 0))
-			return -errno;
-	}
+	return err ? err : finish_call(t, 0, ret);
 }
 
 void mwi_release(struct mwi_thread *t)
