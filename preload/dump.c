@@ -3,6 +3,7 @@
 #include "dump.h"
 #include "fmt.h"
 #include "live.h"
+#include "mwrap.h"
 #include "sample.h"
 #include "track.h"
 
@@ -122,29 +123,6 @@ static const char *age_unit_name(void)
 	return mw_age_unit == MW_AGE_GC ? "gc_generations" : "ns";
 }
 
-/* Counters may be read mid-update: live figures are clamped at 0. */
-static uint64_t sub0(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
-
-static uint64_t tracked_live_bytes(void)
-{
-	uint32_t id, n = mw_sites_count();
-	uint64_t live = 0;
-
-	for (id = 1; id < n; id++) {
-		const struct mw_site *s = mw_site_get(id);
-
-		if (s)
-			live += sub0(__atomic_load_n(&s->total,
-						     __ATOMIC_RELAXED),
-				     __atomic_load_n(&s->freed_bytes,
-						     __ATOMIC_RELAXED));
-	}
-	return live;
-}
-
 static void header_text(struct mw_out *o)
 {
 	mw_out_str(o, "# mwrap-attach " VERSION " pid=");
@@ -174,24 +152,24 @@ static void header_malloc(struct mw_out *o)
 
 static void header_json(struct mw_out *o)
 {
-	uint64_t secs = sub0(mw_monotonic_ns(), mw_track_since_ns) /
-			1000000000u;
+	struct mw_stats st;
 
+	mw_stats(&st);
 	mw_out_str(o, "{\"type\":\"header\",\"version\":\"" VERSION
 		      "\",\"pid\":");
 	mw_out_u64(o, (uint64_t)getpid(), 0);
 	mw_out_str(o, ",\"seconds\":");
-	mw_out_u64(o, secs, 0);
+	mw_out_u64(o, st.seconds, 0);
 	mw_out_str(o, ",\"rss_bytes\":");
 	mw_out_u64(o, mw_rss_bytes(), 0);
 	mw_out_str(o, ",\"tracked_live_bytes\":");
-	mw_out_u64(o, tracked_live_bytes(), 0);
+	mw_out_u64(o, st.live_bytes, 0);
 	mw_out_str(o, ",\"age_unit\":\"");
 	mw_out_str(o, age_unit_name());
 	mw_out_str(o, "\",\"sample_bytes\":");
 	mw_out_u64(o, mw_sample_bytes, 0);
 	mw_out_str(o, ",\"unknown_frees\":");
-	mw_out_u64(o, mw_live_unknown(), 0);
+	mw_out_u64(o, st.unknown_frees, 0);
 	header_malloc(o);
 	mw_out_str(o, "}\n");
 }
@@ -213,9 +191,9 @@ static void site_json(struct mw_out *o, const struct mw_site *s,
 	mw_out_str(o, ",\"freed_bytes\":");
 	mw_out_u64(o, freed, 0);
 	mw_out_str(o, ",\"live_bytes\":");
-	mw_out_u64(o, sub0(total, freed), 0);
+	mw_out_u64(o, mw_sub0(total, freed), 0);
 	mw_out_str(o, ",\"live_count\":");
-	mw_out_u64(o, sub0(allocs, frees), 0);
+	mw_out_u64(o, mw_sub0(allocs, frees), 0);
 	mw_out_str(o, ",\"age_total\":");
 	mw_out_u64(o, __atomic_load_n(&s->age_total, __ATOMIC_RELAXED), 0);
 	mw_out_str(o, ",\"max_lifespan\":");

@@ -197,11 +197,6 @@ EXPORT int mw_quiet_leave(void)
 	return mw_tls.quiet;
 }
 
-static uint64_t sub0(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
-
 static void site_info(const struct mw_site *s, struct mw_site_info *si)
 {
 	si->id = s->id;
@@ -211,8 +206,8 @@ static void site_info(const struct mw_site *s, struct mw_site_info *si)
 	si->freed_bytes = __atomic_load_n(&s->freed_bytes, __ATOMIC_RELAXED);
 	si->age_total = __atomic_load_n(&s->age_total, __ATOMIC_RELAXED);
 	si->max_lifespan = __atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED);
-	si->live_bytes = sub0(si->total, si->freed_bytes);
-	si->live_count = sub0(si->allocations, si->frees);
+	si->live_bytes = mw_sub0(si->total, si->freed_bytes);
+	si->live_count = mw_sub0(si->allocations, si->frees);
 }
 
 EXPORT int mw_each(uint64_t min,
@@ -368,7 +363,7 @@ EXPORT int mw_stats(struct mw_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->enabled = __atomic_load_n(&mw_enabled, __ATOMIC_RELAXED);
 	st->age_unit_gc = mw_age_unit == MW_AGE_GC;
-	st->seconds = sub0(mw_monotonic_ns(), mw_track_since_ns) / 1000000000u;
+	st->seconds = mw_sub0(mw_monotonic_ns(), mw_track_since_ns) / 1000000000u;
 	st->sites = n - 1;
 	for (id = 1; id < n; id++) {
 		const struct mw_site *s = mw_site_get(id);
@@ -382,7 +377,7 @@ EXPORT int mw_stats(struct mw_stats *st)
 		st->total_frees += si.frees;
 		st->freed_bytes += si.freed_bytes;
 	}
-	st->live_bytes = sub0(st->total_bytes, st->freed_bytes);
+	st->live_bytes = mw_sub0(st->total_bytes, st->freed_bytes);
 	st->live_blocks = mw_live_count();
 	st->unknown_frees = mw_live_unknown();
 	st->dropped = mw_live_dropped + mw_sites_dropped;

@@ -34,6 +34,13 @@ struct mw_site {
 	uint32_t id;
 };
 
+/* a - b, clamped at 0: counters are read while hooks update them, so
+ * a difference of two of them can be caught mid-update. */
+static inline uint64_t mw_sub0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
 /* Creates the table.  Returns 0 or -ENOMEM.
  * Context: not a hook; may create liburcu's resize worker thread. */
 int mw_sites_init(void);
