@@ -69,6 +69,17 @@ static void need_api(void)
 			 "`mwrap-attach -p %d --keep`", (int)getpid());
 }
 
+/* Yields each collected row: results are gathered first, so that a
+ * Ruby exception in the block never unwinds through libmwrap. */
+static void yield_rows(VALUE rows)
+{
+	long i;
+
+	for (i = 0; i < RARRAY_LEN(rows); i++)
+		rb_yield_splat(RARRAY_AREF(rows, i));
+	RB_GC_GUARD(rows);
+}
+
 static uint64_t min_arg(int argc, VALUE *argv, int i)
 {
 	return argc > i && !NIL_P(argv[i]) ? NUM2ULL(argv[i]) : 0;
@@ -127,15 +138,12 @@ static int collect_site(const struct mw_site_info *si, void *arg)
 static VALUE mwrap_each(int argc, VALUE *argv, VALUE mod)
 {
 	VALUE rows = rb_ary_new();
-	long i;
 
 	rb_check_arity(argc, 0, 1);
 	RETURN_ENUMERATOR(mod, argc, argv);
 	need_api();
 	api.each(min_arg(argc, argv, 0), collect_site, (void *)rows);
-	for (i = 0; i < RARRAY_LEN(rows); i++)
-		rb_yield_splat(RARRAY_AREF(rows, i));
-	RB_GC_GUARD(rows);
+	yield_rows(rows);
 	return Qnil;
 }
 
@@ -282,14 +290,11 @@ static void collect_live(uint64_t size, uint64_t generation, void *arg)
 static VALUE srcloc_each(VALUE self)
 {
 	VALUE rows = rb_ary_new();
-	long i;
 
 	RETURN_ENUMERATOR(self, 0, 0);
 	need_api();
 	api.each_live(srcloc_id(self), collect_live, (void *)rows);
-	for (i = 0; i < RARRAY_LEN(rows); i++)
-		rb_yield_splat(RARRAY_AREF(rows, i));
-	RB_GC_GUARD(rows);
+	yield_rows(rows);
 	return self;
 }
 
@@ -304,14 +309,11 @@ static void collect_page(uintptr_t addr, uint64_t generation, void *arg)
 static VALUE hpb_each(VALUE mod)
 {
 	VALUE rows = rb_ary_new();
-	long i;
 
 	RETURN_ENUMERATOR(mod, 0, 0);
 	need_api();
 	api.heap_each(collect_page, (void *)rows);
-	for (i = 0; i < RARRAY_LEN(rows); i++)
-		rb_yield_splat(RARRAY_AREF(rows, i));
-	RB_GC_GUARD(rows);
+	yield_rows(rows);
 	return Qnil;
 }
 
