@@ -14,6 +14,7 @@
 #include "heap.h"
 #include "live.h"
 #include "mwrap.h"
+#include "objects.h"
 #include "options.h"
 #include "real.h"
 #include "ruby.h"
@@ -37,6 +38,9 @@
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
+
+#define SCAN_BUDGET_MS 30000	/* dump --scan reads memory this long at most */
+#define OBJECTS_START_MS 5000	/* a Ruby thread must take the job by then */
 
 /* Attach state.  `attached` is set by mw_attach and cleared by the
  * helper when it has undone everything; the rest is owned by the helper
@@ -109,24 +113,65 @@ static void answer_stats(void)
 	mw_out_flush(&o);
 }
 
-static int write_text_dump(int fd, void *arg)
+/* "progress WHAT DONE/TOTAL UNIT" lines go before a command's answer,
+ * so that a front end can show long steps moving. */
+struct progress {
+	const char *what;	/* "scan", "dump" */
+	uint64_t unit;		/* divisor of done/total */
+	const char *unit_name;
+};
+
+static void report_progress(uint64_t done, uint64_t total, void *arg)
 {
-	(void)arg;
-	return mw_dump(fd, opts.dump_min, opts.format);
+	const struct progress *p = arg;
+	struct mw_out o;
+
+	mw_out_init(&o, out_fd);
+	mw_out_str(&o, "progress ");
+	mw_out_str(&o, p->what);
+	mw_out_chr(&o, ' ');
+	mw_out_u64(&o, done / p->unit, 0);
+	mw_out_chr(&o, '/');
+	mw_out_u64(&o, total / p->unit, 0);
+	mw_out_chr(&o, ' ');
+	mw_out_str(&o, p->unit_name);
+	mw_out_chr(&o, '\n');
+	mw_out_flush(&o);
 }
 
-static int write_json_dump(int fd, void *arg)
+static int write_dump(int fd, void *arg)
 {
-	(void)arg;
-	return mw_dump(fd, opts.dump_min, MW_FORMAT_JSON);
+	return mw_dump_req(fd, arg);
 }
 
 /* Adds a dump to @path (appended, as mwrap's dump_path is), through a
- * temporary file renamed over it; returns 0 or -errno. */
-static int dump_to(const char *path, int json)
+ * temporary file renamed over it; @cmd may ask for JSON, --top and
+ * --scan (NULL: a plain dump in the attach's format).  Returns 0 or
+ * -errno. */
+static int dump_to(const char *path, const struct mw_cmd *cmd)
 {
-	return mw_safe_replace(path, 1,
-			       json ? write_json_dump : write_text_dump, NULL);
+	static const struct progress dump_progress = { "dump", 1, "sites" };
+	static const struct progress scan_progress = { "scan", 1 << 20, "MiB" };
+	struct mw_dump_req req = { opts.dump_min, opts.format, 0, NULL,
+				   report_progress, (void *)&dump_progress };
+	struct mw_scan scan;
+	int ret;
+
+	if (cmd) {
+		req.format = cmd->json ? MW_FORMAT_JSON : opts.format;
+		req.top = cmd->top;
+	}
+	if (cmd && cmd->scan) {
+		ret = mw_scan_run(&scan, SCAN_BUDGET_MS, report_progress,
+				  (void *)&scan_progress);
+		if (ret)
+			return ret;
+		req.scan = &scan;
+	}
+	ret = mw_safe_replace(path, 1, write_dump, &req);
+	if (req.scan)
+		mw_scan_free(&scan);
+	return ret;
 }
 
 /* --- detach ------------------------------------------------------------- */
@@ -153,7 +198,7 @@ static void undo_attach(void)
 	mw_track_disable();
 	restored = mw_got_restore_all();
 	mw_urg_restore();
-	dump_to(dump_path, 0);
+	dump_to(dump_path, NULL);
 	mw_fmt_u64(num, (uint64_t)restored);
 	answer("ok detach restored_slots=", num);
 	unlink(ctl_path);
@@ -174,7 +219,7 @@ static int run_command(const char *text, size_t len)
 	}
 	switch (cmd.kind) {
 	case MW_CMD_DUMP:
-		ret = dump_to(cmd.path[0] ? cmd.path : dump_path, cmd.json);
+		ret = dump_to(cmd.path[0] ? cmd.path : dump_path, &cmd);
 		if (ret)
 			answer("error: dump failed: ", strerrordesc_np(-ret));
 		else
@@ -189,6 +234,19 @@ static int run_command(const char *text, size_t len)
 		return 0;
 	case MW_CMD_DETACH:
 		return 1;
+	case MW_CMD_OBJECTS:
+		ret = mw_objects_take(cmd.path, cmd.heap_path,
+				      OBJECTS_START_MS);
+		if (ret == -ENOSYS)
+			answer("error: objects: ", "not a Ruby process");
+		else if (ret == -ETIMEDOUT)
+			answer("error: objects: ", "no Ruby thread reached a "
+			       "safe point in time (all blocked in C?)");
+		else if (ret)
+			answer("error: objects: ", strerrordesc_np(-ret));
+		else
+			answer("ok objects ", cmd.path);
+		return 0;
 	}
 	return 0;
 }
@@ -280,7 +338,7 @@ static void at_target_exit(void)
 		return;
 	mw_tls.guard++;
 	mw_track_disable();
-	dump_to(dump_path, 0);
+	dump_to(dump_path, NULL);
 	mw_tls.guard--;
 }
 
@@ -351,7 +409,7 @@ static void *helper_main(void *arg)
 			break;
 		if (p[0].revents & POLLIN) {
 			drain(efd);
-			dump_to(dump_path, 0);
+			dump_to(dump_path, NULL);
 		}
 		drain(ino_fd);
 		if (read_commands())

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#define MAX_WORDS 6
+
 static void set_err(char *err, size_t errlen, const char *a,
 		    const char *b, size_t blen)
 {
@@ -29,11 +31,97 @@ static int word_is(const char *w, size_t n, const char *name)
 	return strlen(name) == n && memcmp(w, name, n) == 0;
 }
 
+/* Copies an absolute path word into @dst (PATH_MAX bytes). */
+static int take_path(const char *w, size_t n, char *dst, char *err,
+		     size_t errlen)
+{
+	if (w[0] != '/' || n >= PATH_MAX) {
+		set_err(err, errlen, "wants an absolute path: ", w, n);
+		return -EINVAL;
+	}
+	memcpy(dst, w, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+/* A count for --top: 1 .. 1000000. */
+static int take_count(const char *w, size_t n, uint32_t *out, char *err,
+		      size_t errlen)
+{
+	uint32_t v = 0;
+	size_t i;
+
+	for (i = 0; i < n && i < 8 && w[i] >= '0' && w[i] <= '9'; i++)
+		v = v * 10 + (uint32_t)(w[i] - '0');
+	if (i != n || v == 0 || v > 1000000) {
+		set_err(err, errlen, "--top wants a count 1..1000000: ", w, n);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/* dump [--json] [--scan] [--top N] [PATH] */
+static int parse_dump(const char **words, const size_t *lens, size_t nw,
+		      struct mw_cmd *cmd, char *err, size_t errlen)
+{
+	size_t w = 1;
+
+	cmd->kind = MW_CMD_DUMP;
+	for (; w < nw && words[w][0] == '-'; w++) {
+		if (word_is(words[w], lens[w], "--json")) {
+			cmd->json = 1;
+		} else if (word_is(words[w], lens[w], "--scan")) {
+			cmd->scan = 1;
+		} else if (word_is(words[w], lens[w], "--top") && w + 1 < nw) {
+			w++;
+			if (take_count(words[w], lens[w], &cmd->top, err,
+				       errlen))
+				return -EINVAL;
+		} else {
+			set_err(err, errlen, "unknown dump option: ", words[w],
+				lens[w]);
+			return -EINVAL;
+		}
+	}
+	if (w < nw && take_path(words[w], lens[w], cmd->path, err, errlen))
+		return -EINVAL;
+	if (w < nw)
+		w++;
+	if (w < nw) {
+		set_err(err, errlen, "unexpected argument: ", words[w],
+			lens[w]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* objects [--dump-all HEAP_PATH] PATH */
+static int parse_objects(const char **words, const size_t *lens, size_t nw,
+			 struct mw_cmd *cmd, char *err, size_t errlen)
+{
+	size_t w = 1;
+
+	cmd->kind = MW_CMD_OBJECTS;
+	if (w + 1 < nw && word_is(words[w], lens[w], "--dump-all")) {
+		if (take_path(words[w + 1], lens[w + 1], cmd->heap_path, err,
+			      errlen))
+			return -EINVAL;
+		w += 2;
+	}
+	if (w + 1 != nw) {
+		set_err(err, errlen,
+			"usage: objects [--dump-all HEAP_PATH] PATH", "", 0);
+		return -EINVAL;
+	}
+	return take_path(words[w], lens[w], cmd->path, err, errlen);
+}
+
 int mw_cmd_parse(const char *line, size_t len, struct mw_cmd *cmd,
 		 char *err, size_t errlen)
 {
-	const char *words[4];
-	size_t lens[4];
+	const char *words[MAX_WORDS];
+	size_t lens[MAX_WORDS];
 	size_t i = 0, nw = 0;
 
 	memset(cmd, 0, sizeof(*cmd));
@@ -55,7 +143,7 @@ int mw_cmd_parse(const char *line, size_t len, struct mw_cmd *cmd,
 			i++;
 		if (i == len)
 			break;
-		if (nw == 4) {
+		if (nw == MAX_WORDS) {
 			set_err(err, errlen, "too many words: ", line, len);
 			return -EINVAL;
 		}
@@ -70,32 +158,10 @@ int mw_cmd_parse(const char *line, size_t len, struct mw_cmd *cmd,
 		set_err(err, errlen, "empty command", "", 0);
 		return -EINVAL;
 	}
-	if (word_is(words[0], lens[0], "dump")) {
-		size_t w = 1;
-
-		cmd->kind = MW_CMD_DUMP;
-		if (w < nw && word_is(words[w], lens[w], "--json")) {
-			cmd->json = 1;
-			w++;
-		}
-		if (w < nw) {
-			if (words[w][0] != '/' || lens[w] >= sizeof(cmd->path)) {
-				set_err(err, errlen,
-					"dump wants an absolute path: ",
-					words[w], lens[w]);
-				return -EINVAL;
-			}
-			memcpy(cmd->path, words[w], lens[w]);
-			cmd->path[lens[w]] = '\0';
-			w++;
-		}
-		if (w < nw) {
-			set_err(err, errlen, "unexpected argument: ", words[w],
-				lens[w]);
-			return -EINVAL;
-		}
-		return 0;
-	}
+	if (word_is(words[0], lens[0], "dump"))
+		return parse_dump(words, lens, nw, cmd, err, errlen);
+	if (word_is(words[0], lens[0], "objects"))
+		return parse_objects(words, lens, nw, cmd, err, errlen);
 	if (nw > 1) {
 		set_err(err, errlen, "unexpected argument: ", words[1],
 			lens[1]);

@@ -1,8 +1,17 @@
 /* control.h - the control file's command language.
  *
  * One command per line:
- *   dump [--json] [PATH]   append a dump to PATH (default: the dump path
- *                          given at attach); --json for JSON Lines
+ *   dump [--json] [--scan] [--top N] [PATH]
+ *                          append a dump to PATH (default: the dump path
+ *                          given at attach); --json for JSON Lines;
+ *                          --scan splits live bytes into referenced and
+ *                          unreferenced (a conservative pointer scan);
+ *                          --top N keeps the N sites with most live bytes
+ *   objects [--dump-all HEAP_PATH] PATH
+ *                          the Ruby object view (count_objects, memsize by
+ *                          type, GC.stat, iseq memory) as one JSON line in
+ *                          PATH, taken by a Ruby thread at a safe point;
+ *                          --dump-all adds ObjectSpace.dump_all
  *   reset                  zero the counters (a new window starts)
  *   stats                  one line of key=value figures
  *   detach                 final dump, restore everything, stop
@@ -14,18 +23,23 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum mw_cmd_kind {
 	MW_CMD_DUMP,
 	MW_CMD_RESET,
 	MW_CMD_STATS,
 	MW_CMD_DETACH,
+	MW_CMD_OBJECTS,
 };
 
 struct mw_cmd {
 	enum mw_cmd_kind kind;
 	int json;
+	int scan;		/* dump --scan */
+	uint32_t top;		/* dump --top N; 0: every site */
 	char path[PATH_MAX];	/* "" for the default */
+	char heap_path[PATH_MAX];	/* objects --dump-all; "" if none */
 };
 
 #define MW_CMD_LINE_MAX 4096

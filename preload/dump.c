@@ -9,7 +9,9 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <errno.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -134,14 +136,20 @@ static void header_text(struct mw_out *o)
 	mw_out_str(o, " columns=total_bytes,call_count,location\n");
 }
 
-/* malloc's own view (all arenas; takes each arena's lock briefly, so
- * never from a hook): what it holds from the system, what is in use,
- * what is free inside it.  The gap between RSS, malloc_in_use and our
- * tracked live bytes is the fragmentation and the untracked part. */
-static void header_malloc(struct mw_out *o)
+/* The process's memory beside ours: RSS, malloc's own view (all arenas;
+ * mallinfo2 takes each arena's lock briefly, so never from a hook) and
+ * the tracked live bytes.  The gaps between them are fragmentation and
+ * the untracked part. */
+void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live)
 {
 	struct mallinfo2 mi = mallinfo2();
 
+	mw_out_str(o, "\"pid\":");
+	mw_out_u64(o, (uint64_t)getpid(), 0);
+	mw_out_str(o, ",\"rss_bytes\":");
+	mw_out_u64(o, mw_rss_bytes(), 0);
+	mw_out_str(o, ",\"tracked_live_bytes\":");
+	mw_out_u64(o, tracked_live, 0);
 	mw_out_str(o, ",\"malloc_arena_bytes\":");
 	mw_out_u64(o, mi.arena + mi.hblkhd, 0);
 	mw_out_str(o, ",\"malloc_in_use_bytes\":");
@@ -155,27 +163,37 @@ static void header_json(struct mw_out *o)
 	struct mw_stats st;
 
 	mw_stats(&st);
-	mw_out_str(o, "{\"type\":\"header\",\"version\":\"" VERSION
-		      "\",\"pid\":");
-	mw_out_u64(o, (uint64_t)getpid(), 0);
+	mw_out_str(o, "{\"type\":\"header\",\"version\":\"" VERSION "\",");
+	mw_dump_memory_fields(o, st.live_bytes);
 	mw_out_str(o, ",\"seconds\":");
 	mw_out_u64(o, st.seconds, 0);
-	mw_out_str(o, ",\"rss_bytes\":");
-	mw_out_u64(o, mw_rss_bytes(), 0);
-	mw_out_str(o, ",\"tracked_live_bytes\":");
-	mw_out_u64(o, st.live_bytes, 0);
 	mw_out_str(o, ",\"age_unit\":\"");
 	mw_out_str(o, age_unit_name());
 	mw_out_str(o, "\",\"sample_bytes\":");
 	mw_out_u64(o, mw_sample_bytes, 0);
 	mw_out_str(o, ",\"unknown_frees\":");
 	mw_out_u64(o, st.unknown_frees, 0);
-	header_malloc(o);
+	mw_out_str(o, "}\n");
+}
+
+static void scan_header_json(struct mw_out *o, const struct mw_scan *sc)
+{
+	mw_out_str(o, "{\"type\":\"scan\",\"blocks\":");
+	mw_out_u64(o, sc->blocks, 0);
+	mw_out_str(o, ",\"memory_bytes\":");
+	mw_out_u64(o, sc->memory_bytes, 0);
+	mw_out_str(o, ",\"mapped_bytes\":");
+	mw_out_u64(o, sc->total_bytes, 0);
+	mw_out_str(o, ",\"ms\":");
+	mw_out_u64(o, sc->ms, 0);
+	mw_out_str(o, ",\"complete\":");
+	mw_out_str(o, sc->complete ? "true" : "false");
 	mw_out_str(o, "}\n");
 }
 
 static void site_json(struct mw_out *o, const struct mw_site *s,
-		      const char *name, uint64_t total, uint64_t allocs)
+		      const char *name, uint64_t total, uint64_t allocs,
+		      const struct mw_scan *scan)
 {
 	uint64_t frees = __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
 	uint64_t freed = __atomic_load_n(&s->freed_bytes, __ATOMIC_RELAXED);
@@ -199,41 +217,167 @@ static void site_json(struct mw_out *o, const struct mw_site *s,
 	mw_out_str(o, ",\"max_lifespan\":");
 	mw_out_u64(o, __atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED),
 		   0);
+	if (scan) {
+		static const struct mw_scan_site none;
+		const struct mw_scan_site *r =
+			s->id < scan->nsites ? &scan->sites[s->id] : &none;
+
+		mw_out_str(o, ",\"scanned_bytes\":");
+		mw_out_u64(o, r->scanned_bytes, 0);
+		mw_out_str(o, ",\"unreferenced_bytes\":");
+		mw_out_u64(o, r->unref_bytes, 0);
+		mw_out_str(o, ",\"unreferenced_count\":");
+		mw_out_u64(o, r->unref_count, 0);
+	}
 	mw_out_str(o, "}\n");
+}
+
+static void write_site(struct mw_out *o, const struct mw_dump_req *req,
+		       const struct mw_site *s)
+{
+	char name[4096];
+	uint64_t total = __atomic_load_n(&s->total, __ATOMIC_RELAXED);
+	uint64_t allocs = __atomic_load_n(&s->allocations, __ATOMIC_RELAXED);
+
+	if (total <= req->min)
+		return;
+	mw_site_name(s, name, sizeof(name));
+	if (req->format == MW_FORMAT_JSON) {
+		site_json(o, s, name, total, allocs, req->scan);
+	} else {
+		mw_out_u64(o, total, 16);
+		mw_out_chr(o, ' ');
+		mw_out_u64(o, allocs, 12);
+		mw_out_chr(o, ' ');
+		mw_out_str(o, name);
+		mw_out_chr(o, '\n');
+	}
+}
+
+/* --top: a min-heap of the @cap sites with most live bytes so far. */
+struct ranked {
+	uint64_t live;
+	uint32_t id;
+};
+
+static void heap_down(struct ranked *h, size_t i, size_t n)
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+		struct ranked t;
+
+		if (c >= n)
+			return;
+		if (c + 1 < n && h[c + 1].live < h[c].live)
+			c++;
+		if (h[i].live <= h[c].live)
+			return;
+		t = h[i];
+		h[i] = h[c];
+		h[c] = t;
+		i = c;
+	}
+}
+
+static void heap_up(struct ranked *h, size_t i)
+{
+	while (i) {
+		size_t p = (i - 1) / 2;
+		struct ranked t;
+
+		if (h[p].live <= h[i].live)
+			return;
+		t = h[i];
+		h[i] = h[p];
+		h[p] = t;
+		i = p;
+	}
+}
+
+static int write_top(struct mw_out *o, const struct mw_dump_req *req,
+		     uint32_t nsites)
+{
+	size_t cap = req->top < nsites ? req->top : nsites, n = 0, len;
+	struct ranked *h;
+	uint32_t id;
+
+	len = cap * sizeof(*h) + 1;
+	h = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (h == MAP_FAILED)
+		return -ENOMEM;
+	for (id = 1; id < nsites; id++) {
+		const struct mw_site *s = mw_site_get(id);
+		uint64_t live;
+
+		if (!s || __atomic_load_n(&s->total, __ATOMIC_RELAXED) <=
+				  req->min)
+			continue;
+		live = mw_sub0(__atomic_load_n(&s->total, __ATOMIC_RELAXED),
+			       __atomic_load_n(&s->freed_bytes,
+					       __ATOMIC_RELAXED));
+		if (n < cap) {
+			h[n].live = live;
+			h[n].id = id;
+			heap_up(h, n++);
+		} else if (cap && live > h[0].live) {
+			h[0].live = live;
+			h[0].id = id;
+			heap_down(h, 0, n);
+		}
+	}
+	/* pop the smallest to the end: the array ends sorted descending */
+	for (len = n; len > 1; len--) {
+		struct ranked t = h[0];
+
+		h[0] = h[len - 1];
+		h[len - 1] = t;
+		heap_down(h, 0, len - 1);
+	}
+	for (id = 0; id < n; id++)
+		write_site(o, req, mw_site_get(h[id].id));
+	munmap(h, cap * sizeof(*h) + 1);
+	return 0;
+}
+
+int mw_dump_req(int fd, const struct mw_dump_req *req)
+{
+	struct mw_out o;
+	uint32_t id, n = mw_sites_count();
+	int ret = 0, flushed;
+
+	mw_out_init(&o, fd);
+	if (req->format == MW_FORMAT_JSON) {
+		header_json(&o);
+		if (req->scan)
+			scan_header_json(&o, req->scan);
+	} else {
+		header_text(&o);
+	}
+	if (req->top) {
+		ret = write_top(&o, req, n);
+	} else {
+		uint64_t next = mw_monotonic_ns() + 500000000u;
+
+		for (id = 1; id < n; id++) {
+			const struct mw_site *s = mw_site_get(id);
+
+			if (s)
+				write_site(&o, req, s);
+			if (req->progress && !(id & 4095) &&
+			    mw_monotonic_ns() >= next) {
+				req->progress(id, n, req->progress_arg);
+				next = mw_monotonic_ns() + 500000000u;
+			}
+		}
+	}
+	flushed = mw_out_flush(&o);
+	return flushed ? flushed : ret;
 }
 
 int mw_dump(int fd, uint64_t min, enum mw_format format)
 {
-	struct mw_out o;
-	char name[4096];
-	uint32_t id, n = mw_sites_count();
+	struct mw_dump_req req = { min, format, 0, NULL, NULL, NULL };
 
-	mw_out_init(&o, fd);
-	if (format == MW_FORMAT_JSON)
-		header_json(&o);
-	else
-		header_text(&o);
-	for (id = 1; id < n; id++) {
-		const struct mw_site *s = mw_site_get(id);
-		uint64_t total, allocs;
-
-		if (!s)
-			continue;
-		total = __atomic_load_n(&s->total, __ATOMIC_RELAXED);
-		allocs = __atomic_load_n(&s->allocations, __ATOMIC_RELAXED);
-		if (total <= min)
-			continue;
-		mw_site_name(s, name, sizeof(name));
-		if (format == MW_FORMAT_JSON) {
-			site_json(&o, s, name, total, allocs);
-		} else {
-			mw_out_u64(&o, total, 16);
-			mw_out_chr(&o, ' ');
-			mw_out_u64(&o, allocs, 12);
-			mw_out_chr(&o, ' ');
-			mw_out_str(&o, name);
-			mw_out_chr(&o, '\n');
-		}
-	}
-	return mw_out_flush(&o);
+	return mw_dump_req(fd, &req);
 }

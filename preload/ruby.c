@@ -88,3 +88,15 @@ int mw_ruby_location(const char **path, int *line)
 	*path = p;
 	return 1;
 }
+
+int mw_ruby_thread_has_ec_sigsafe(int need_gvl)
+{
+	void **ec;
+
+	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
+		return 0;
+	if (need_gvl && !has_gvl())
+		return 0;
+	ec = __tls_get_addr(&ec_index);
+	return *ec != NULL;
+}

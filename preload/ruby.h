@@ -26,4 +26,10 @@ extern uint64_t mw_ruby_generation;
  * Context: hook-safe; never allocates. */
 int mw_ruby_location(const char **path, int *line);
 
+/* 1 if the calling thread has a Ruby execution context (and holds the
+ * GVL when @need_gvl): it may then register a postponed job.
+ * Context: async-signal-safe on threads that have run Ruby code (their
+ * TLS block for libruby exists). */
+int mw_ruby_thread_has_ec_sigsafe(int need_gvl);
+
 #endif

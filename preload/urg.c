@@ -1,6 +1,7 @@
 /* urg.c - see urg.h */
 #define _GNU_SOURCE
 #include "urg.h"
+#include "objects.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -19,6 +20,14 @@ static void on_urg_sigsafe(int sig, siginfo_t *si, void *uc)
 	uint64_t one = 1;
 	int efd = __atomic_load_n(&urg_efd, __ATOMIC_RELAXED);
 
+	/* our own request for the Ruby object view: neither a dump nor
+	 * the application's business */
+	if (si && si->si_code == SI_QUEUE && si->si_pid == getpid() &&
+	    si->si_value.sival_int == MW_OBJECTS_SIGVAL) {
+		mw_objects_on_signal_sigsafe();
+		errno = saved;
+		return;
+	}
 	/* a failed write means the counter is full: a dump is pending */
 	if (efd >= 0)
 		(void)!write(efd, &one, sizeof(one));

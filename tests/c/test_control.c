@@ -41,6 +41,28 @@ int main(void)
 	   "control bytes not echoed: %s", err);
 	memset(big, 'a', sizeof(big) - 1);
 	ok(parse(big) == -EINVAL && strstr(err, "too long"), "long line");
-	ok(parse("a b c d e") == -EINVAL, "too many words");
+	ok(parse("a b c d e f g") == -EINVAL, "too many words");
+	ok(parse("dump --json --scan --top 10 /tmp/z") == 0 && c.json &&
+		   c.scan && c.top == 10 && strcmp(c.path, "/tmp/z") == 0,
+	   "dump --json --scan --top 10 PATH");
+	ok(parse("dump --top 3") == 0 && c.top == 3 && !c.path[0],
+	   "dump --top N without a path");
+	ok(parse("dump --top 0") == -EINVAL && parse("dump --top x") ==
+		   -EINVAL && parse("dump --top 12345678901") == -EINVAL,
+	   "bad --top counts refused: %s", err);
+	ok(parse("dump --top") == -EINVAL, "--top without a count");
+	ok(parse("dump --frob /x") == -EINVAL && strstr(err, "--frob"),
+	   "unknown dump option named: %s", err);
+	ok(parse("objects /tmp/o.json") == 0 && c.kind == MW_CMD_OBJECTS &&
+		   strcmp(c.path, "/tmp/o.json") == 0 && !c.heap_path[0],
+	   "objects PATH");
+	ok(parse("objects --dump-all /tmp/h /tmp/o") == 0 &&
+		   strcmp(c.heap_path, "/tmp/h") == 0 &&
+		   strcmp(c.path, "/tmp/o") == 0, "objects --dump-all H PATH");
+	ok(parse("objects") == -EINVAL && strstr(err, "usage"),
+	   "objects without a path: %s", err);
+	ok(parse("objects rel") == -EINVAL && parse("objects /a /b") ==
+		   -EINVAL && parse("objects --dump-all rel /a") == -EINVAL,
+	   "objects: relative or extra paths refused");
 	return tap_done();
 }
