@@ -8,7 +8,9 @@
 require "json"
 
 module MwrapReport
-  Dump = Struct.new(:header, :sites, keyword_init: true)
+  # scan: the pointer scan's summary record, objects: the Ruby object
+  # view record (both nil when not taken).
+  Dump = Struct.new(:header, :sites, :scan, :objects, keyword_init: true)
 
   SORT_KEYS = %w[live total allocations frees lifespan].freeze
 
@@ -21,19 +23,20 @@ module MwrapReport
   end
 
   def self.parse_json(lines, name)
-    header = {}
-    sites = []
+    dump = Dump.new(header: {}, sites: [])
     lines.each_with_index do |l, i|
       obj = JSON.parse(l)
       raise ArgumentError, "#{name}:#{i + 1}: not an object" unless obj.is_a?(Hash)
 
       case obj["type"]
-      when "header" then header = obj
-      when "site" then sites << site_from_json(obj, name, i + 1)
+      when "header" then dump.header = obj
+      when "site" then dump.sites << site_from_json(obj, name, i + 1)
+      when "scan" then dump.scan = obj
+      when "objects" then dump.objects = obj
       else raise ArgumentError, "#{name}:#{i + 1}: unknown type #{obj['type'].inspect}"
       end
     end
-    Dump.new(header: header, sites: sites)
+    dump
   rescue JSON::ParserError => e
     raise ArgumentError, "#{name}: not JSON Lines (#{e.message.lines.first.strip})"
   end
@@ -48,7 +51,19 @@ module MwrapReport
       freed: obj["freed_bytes"]&.to_i, live: obj["live_bytes"]&.to_i,
       live_count: obj["live_count"]&.to_i, age_total: obj["age_total"]&.to_i,
       max_lifespan: obj["max_lifespan"]&.to_i,
+      scanned: obj["scanned_bytes"]&.to_i, unref: obj["unreferenced_bytes"]&.to_i,
+      unref_count: obj["unreferenced_count"]&.to_i,
     }
+  end
+
+  # A site's live bytes nothing points to, scaled from the blocks the
+  # scan saw to the site's live bytes (they differ under sampling and
+  # by what was allocated during the scan); nil without a scan.
+  def self.unreferenced(site)
+    return nil unless site[:unref] && site[:scanned]
+    return 0 if site[:scanned].zero?
+
+    ((site[:live] || 0) * site[:unref].to_f / site[:scanned]).round
   end
 
   COLUMN_LINE = /\A(\d+)\s+(\d+)\s(.+)\z/.freeze
@@ -133,21 +148,59 @@ module MwrapReport
   def self.text(dump, sites, window: nil, title: nil)
     live_total = dump.sites.sum { |s| s[:live] || 0 }
     out = +"mwrap report: #{header_lines(dump.header, window: window).join("\n")}\n"
+    out << objects_text(dump.objects) if dump.objects
+    out << scan_text(dump) if dump.scan
     out << "#{title}\n" if title
     if dump.sites.any? { |s| s[:live].nil? }
       out << "(an mwrap three-column dump: no frees recorded, so totals stand in for live bytes)\n"
     end
-    out << format("%14s %6s %10s %14s %11s %11s %13s  %s\n", "live_bytes", "share", "live_count",
+    unref = dump.scan ? format(" %14s", "unreferenced") : ""
+    out << format("%14s %6s %10s%s %14s %11s %11s %13s  %s\n", "live_bytes", "share", "live_count", unref,
                   "total_bytes", "allocations", "frees", "mean_lifespan", "location")
     sites.each do |s|
       share = s[:live] && live_total.positive? ? format("%5.1f%%", 100.0 * s[:live] / live_total) : "-"
       mean = mean_lifespan(s)
       mean = mean.nil? || mean.infinite? ? "-" : format("%.1f", mean)
-      out << format("%14s %6s %10s %14d %11d %11s %13s  %s\n", num(s[:live]), share, num(s[:live_count]),
-                    s[:total], s[:allocations], num(s[:frees]), mean, s[:location])
+      unref = dump.scan ? format(" %14s", num(unreferenced(s))) : ""
+      out << format("%14s %6s %10s%s %14d %11d %11s %13s  %s\n", num(s[:live]), share, num(s[:live_count]),
+                    unref, s[:total], s[:allocations], num(s[:frees]), mean, s[:location])
     end
     out << format("(%d of %d sites shown; %s live in all sites)\n", sites.size, dump.sites.size,
                   human(live_total))
+  end
+
+  # RSS, malloc, tracked malloc and Ruby's own view side by side: the
+  # comparison that tells a native leak from Ruby objects or iseqs.
+  def self.objects_text(obj)
+    mem = obj["memsize_by_type"] || {}
+    out = +"memory side by side (object view taken at a safe point):\n"
+    [["RSS", obj["rss_bytes"]],
+     ["malloc in use (all arenas)", obj["malloc_in_use_bytes"]],
+     ["tracked live malloc (this window)", obj["tracked_live_bytes"]],
+     ["Ruby objects, memsize of all", mem["TOTAL"]],
+     ["  of which strings (T_STRING)", mem["T_STRING"]],
+     ["  of which internal (T_IMEMO)", mem["T_IMEMO"]],
+     ["instruction sequences (#{obj['iseq_count'] || '?'} iseqs)", obj["iseq_memsize"]]].each do |label, v|
+      out << format("  %-40s %12s\n", label, human(v))
+    end
+    co = obj["count_objects"] || {}
+    gc = obj["gc_stat"] || {}
+    out << format("  objects: %d live of %d slots; GC runs %s (major %s); heap pages %s\n",
+                  co["TOTAL"].to_i - co["FREE"].to_i, co["TOTAL"].to_i, num(gc["count"]),
+                  num(gc["major_gc_count"]), num(gc["heap_allocated_pages"]))
+    out << "  heap dump: #{obj['heap_dump']}\n" if obj["heap_dump"]
+    Array(obj["errors"]).each { |e| out << "  (object view: #{e})\n" }
+    out
+  end
+
+  def self.scan_text(dump)
+    sc = dump.scan
+    unref = dump.sites.sum { |s| unreferenced(s) || 0 }
+    live = dump.sites.sum { |s| s[:live] || 0 }
+    format("pointer scan: %s of %s live nothing points to (%d blocks checked, %s of memory read in %d ms%s);\n" \
+           "  an estimate: blocks reachable only from other leaked blocks count as referenced\n",
+           human(unref), human(live), sc["blocks"].to_i, human(sc["memory_bytes"]), sc["ms"].to_i,
+           sc["complete"] ? "" : ", STOPPED at the time limit: unreferenced figures are too high")
   end
 
   def self.json(dump, sites)
@@ -155,9 +208,33 @@ module MwrapReport
       JSON.generate({ "type" => "site", "location" => s[:location], "total_bytes" => s[:total],
                       "allocations" => s[:allocations], "frees" => s[:frees], "freed_bytes" => s[:freed],
                       "live_bytes" => s[:live], "live_count" => s[:live_count],
-                      "age_total" => s[:age_total], "max_lifespan" => s[:max_lifespan] })
+                      "age_total" => s[:age_total], "max_lifespan" => s[:max_lifespan],
+                      "scanned_bytes" => s[:scanned], "unreferenced_bytes" => s[:unref],
+                      "unreferenced_count" => s[:unref_count] }.compact)
     end
-    ([JSON.generate(dump.header.merge("type" => "header"))] + rows).join("\n") + "\n"
+    extra = [dump.scan, dump.objects].compact.map { |r| JSON.generate(r) }
+    ([JSON.generate(dump.header.merge("type" => "header"))] + extra + rows).join("\n") + "\n"
+  end
+
+  SUMMED = %i[total allocations frees freed live live_count age_total scanned unref unref_count].freeze
+
+  # Many processes' dumps as one (a master's workers): sites summed by
+  # location, header figures summed, pids listed.
+  def self.merge(dumps)
+    sites = {}
+    dumps.each do |d|
+      d.sites.each do |s|
+        m = sites[s[:location]] ||= { location: s[:location], max_lifespan: nil }
+        SUMMED.each { |k| m[k] = (m[k] || 0) + s[k] unless s[k].nil? }
+        m[:max_lifespan] = [m[:max_lifespan], s[:max_lifespan]].compact.max
+      end
+    end
+    header = { "pid" => dumps.map { |d| d.header["pid"] }.join(",") }
+    %w[rss_bytes malloc_in_use_bytes malloc_free_bytes malloc_arena_bytes tracked_live_bytes].each do |k|
+      header[k] = dumps.sum { |d| d.header[k].to_i } if dumps.all? { |d| d.header[k] }
+    end
+    %w[age_unit sample_bytes seconds].each { |k| header[k] = dumps.first&.header&.dig(k) }
+    Dump.new(header: header.compact, sites: sites.values)
   end
 
   # Growth per site between two dumps (like tracemalloc's compare_to):
