@@ -31,12 +31,13 @@ static int word_is(const char *w, size_t n, const char *name)
 	return strlen(name) == n && memcmp(w, name, n) == 0;
 }
 
-/* Copies an absolute path word into @dst (PATH_MAX bytes). */
-static int take_path(const char *w, size_t n, char *dst, char *err,
-		     size_t errlen)
+/* Copies an absolute path word into @dst (PATH_MAX bytes); @refusal
+ * starts the error message. */
+static int take_path(const char *w, size_t n, char *dst,
+		     const char *refusal, char *err, size_t errlen)
 {
 	if (w[0] != '/' || n >= PATH_MAX) {
-		set_err(err, errlen, "wants an absolute path: ", w, n);
+		set_err(err, errlen, refusal, w, n);
 		return -EINVAL;
 	}
 	memcpy(dst, w, n);
@@ -84,7 +85,8 @@ static int parse_dump(const char **words, const size_t *lens, size_t nw,
 			return -EINVAL;
 		}
 	}
-	if (w < nw && take_path(words[w], lens[w], cmd->path, err, errlen))
+	if (w < nw && take_path(words[w], lens[w], cmd->path,
+				"dump wants an absolute path: ", err, errlen))
 		return -EINVAL;
 	if (w < nw)
 		w++;
@@ -104,8 +106,8 @@ static int parse_objects(const char **words, const size_t *lens, size_t nw,
 
 	cmd->kind = MW_CMD_OBJECTS;
 	if (w + 1 < nw && word_is(words[w], lens[w], "--dump-all")) {
-		if (take_path(words[w + 1], lens[w + 1], cmd->heap_path, err,
-			      errlen))
+		if (take_path(words[w + 1], lens[w + 1], cmd->heap_path,
+			      "objects wants an absolute path: ", err, errlen))
 			return -EINVAL;
 		w += 2;
 	}
@@ -114,7 +116,8 @@ static int parse_objects(const char **words, const size_t *lens, size_t nw,
 			"usage: objects [--dump-all HEAP_PATH] PATH", "", 0);
 		return -EINVAL;
 	}
-	return take_path(words[w], lens[w], cmd->path, err, errlen);
+	return take_path(words[w], lens[w], cmd->path,
+			 "objects wants an absolute path: ", err, errlen);
 }
 
 int mw_cmd_parse(const char *line, size_t len, struct mw_cmd *cmd,

@@ -41,7 +41,8 @@ def parse_dump(text):
 
 
 def parse_json_dump(text):
-    """JSON Lines dump -> (header, {location: site dict})."""
+    """JSON Lines dump -> (header, {location: site dict}); scan and
+    objects records are left out."""
     header, sites = None, {}
     for line in text.splitlines():
         if not line.strip():
@@ -49,7 +50,7 @@ def parse_json_dump(text):
         obj = json.loads(line)
         if obj["type"] == "header":
             header = obj
-        else:
+        elif obj["type"] == "site":
             sites[obj["location"]] = obj
     return header, sites
 

@@ -121,3 +121,50 @@ def test_report_of_a_real_attach(spawn, tmp):
     top = [l for l in p.stdout.splitlines() if l.strip().startswith("+")][0]
     assert f"{leak}:{line}" in top and int(top.split()[0]) >= 400 * 10000
     assert t.finish()[0] == 0
+
+
+SCANNED = os.path.join(DATA, "scanned.json")
+
+
+def test_scan_and_object_view_in_the_leak_view():
+    """A sampled dump with a pointer scan and an object view: the
+    unreferenced share of the scanned (sampled) blocks is scaled to each
+    site's live estimate; Ruby's memory is shown beside RSS and malloc."""
+    p = report(SCANNED)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    native = next(l for l in lines if l.endswith("app/native.rb:9")).split()
+    cache = next(l for l in lines if l.endswith("app/cache.rb:3")).split()
+    # 15,000 of 20,000 scanned bytes unreferenced -> 75% of 2,000,000
+    assert native[3] == "1500000" and cache[3] == "0"
+    assert any(l.startswith("pointer scan: 1.4 MiB of 2.9 MiB live nothing points to")
+               for l in lines)
+    side = {l[:42].strip(): l[42:].strip() for l in lines if l.startswith("  ")}
+    assert side["RSS"] == "130.0 MiB"
+    assert side["Ruby objects, memsize of all"] == "100.0 MiB"
+    assert side["instruction sequences (4200 iseqs)"] == "85.0 MiB"
+    assert "objects: 49000 live of 50000 slots; GC runs 12 (major 3); heap pages 120" in p.stdout
+
+
+def test_json_keeps_scan_and_objects_records():
+    p = report(SCANNED, "--format=json")
+    recs = [json.loads(l) for l in p.stdout.splitlines()]
+    assert [r["type"] for r in recs] == ["header", "scan", "objects", "site", "site"]
+    assert recs[3]["unreferenced_bytes"] == 15000
+    assert recs[2]["iseq_memsize"] == 89128960
+
+
+def test_merge_sums_sites_across_processes():
+    import subprocess
+    code = ('require_relative "scripts/lib/mwrap_report"; '
+            'a = MwrapReport.parse(File.read(ARGV[0])); b = MwrapReport.parse(File.read(ARGV[1])); '
+            'm = MwrapReport.merge([a, b]); '
+            'puts m.header["pid"], m.header["rss_bytes"]; '
+            'm.sites.sort_by { |s| s[:location] }.each { |s| puts [s[:location], s[:live], s[:allocations], s[:unref].inspect].join(" ") }')
+    out = subprocess.run(["ruby", "-e", code, SCANNED, NEW], cwd=ROOT, capture_output=True,
+                         text=True, timeout=30, check=True).stdout.splitlines()
+    assert out[0] == "77,4242"
+    assert int(out[1]) == 136314880 + json.loads(open(NEW).readline())["rss_bytes"]
+    by = {l.split()[0]: l.split()[1:] for l in out[2:]}
+    assert by["app/native.rb:9"] == ["2000000", "200", "15000"]
+    assert by["app/cache.rb:20"][0] == "12000000" and by["app/cache.rb:20"][2] == "nil"

@@ -1,18 +1,24 @@
-# Target for the pointer scan and the object view: on "go" it keeps
-# 2,000 strings of 4,000 bytes (referenced from a global) and leaks
-# 2,000 Fiddle.malloc blocks of 4,000 bytes (addresses dropped), then
-# prints "done"; "exit" ends it.
+# Target for the pointer scan and the object view.  "go N" keeps N
+# strings of 4,000 bytes (referenced from a global) and leaks N
+# Fiddle.malloc blocks of 4,000 bytes (addresses dropped), then prints
+# "done"; "exit" ends it.  "ready" names the two lines.
 require "fiddle"
 $stdout.sync = true
 KEPT = []
-puts "ready"
+KEEP_LINE = __LINE__ + 1
+def keep(n) = n.times { KEPT << "k" * 4000 }
+LEAK_LINE = __LINE__ + 1
+def leak(n) = n.times { Fiddle.malloc(4000) }
+puts "ready keep_line=#{KEEP_LINE} leak_line=#{LEAK_LINE}"
 while (line = $stdin.gets)
-  case line.strip
+  cmd, n = line.split
+  case cmd
   when "go"
-    2000.times { KEPT << "k" * 4000 } # KEEP_LINE
-    2000.times { Fiddle.malloc(4000) } # LEAK_LINE
+    keep(n.to_i)
+    leak(n.to_i)
     puts "done"
   when "exit"
     break
   end
 end
+puts "bye #{KEPT.size}"

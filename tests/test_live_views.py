@@ -1,0 +1,118 @@
+"""Issue 7 on real attaches: the status line (plain lines when stderr is
+not a terminal), --watch, and many processes at once (-p PID1,PID2,
+--children-of MASTER) with per-process and merged reports."""
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import ROOT, attach, ptrace_allowed
+
+pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
+                                reason=f"ptrace not permitted: {ptrace_allowed()}")
+
+WORKERS_RB = os.path.join(ROOT, "tests", "targets", "workers.rb")
+
+
+@pytest.fixture
+def workers(spawn):
+    """A master with two forked workers; the workers are killed at
+    teardown (the fixture kills only what it started)."""
+    t = spawn(["ruby", WORKERS_RB, "2"])
+    ready = t.expect("ready")
+    fields = dict(f.split("=") for f in ready.split()[1:])
+    pids = [int(p) for p in fields["workers"].split(",")]
+    yield t, pids, f"{WORKERS_RB}:{fields['work_line']}"
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def sections(text):
+    """'=== title ===' sections of a multi-process report."""
+    out, name = {}, None
+    for line in text.splitlines():
+        if line.startswith("=== "):
+            name = line.strip("= ")
+            out[name] = []
+        elif name:
+            out[name].append(line)
+    return out
+
+
+def live_count(lines, location):
+    row = next(l for l in lines if l.endswith(location))
+    return int(row.split()[2])
+
+
+def test_children_of_reports_each_worker_and_the_merge(workers):
+    master, pids, line = workers
+    p = attach(["--children-of", str(master.pid), "-d", "2"], timeout=90)
+    assert p.returncode == 0, p.stderr
+    parts = sections(p.stdout)
+    assert set(parts) == {f"process {pids[0]}", f"process {pids[1]}",
+                          "merged view of 2 of 2 processes"}
+    counts = [live_count(parts[f"process {pid}"], line) for pid in pids]
+    assert all(c >= 100 for c in counts), counts
+    merged = live_count(parts["merged view of 2 of 2 processes"], line)
+    assert merged == sum(counts)
+    # messages of each run are prefixed with its pid
+    for pid in pids:
+        assert f"[{pid}] mwrap-attach: attached to {pid}" in p.stderr
+        assert f"[{pid}] mwrap-attach: detached" in p.stderr
+
+
+def test_a_worker_exiting_mid_window_is_reported_not_fatal(workers):
+    _, pids, line = workers
+    import subprocess
+    from conftest import ATTACH
+    proc = subprocess.Popen([ATTACH, "-p", f"{pids[0]},{pids[1]}", "-d", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(1.5)
+    os.kill(pids[1], signal.SIGKILL)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err
+    assert f"process {pids[1]}: no report (exit 11" in err
+    parts = sections(out)
+    assert f"process {pids[0]}" in parts
+    assert live_count(parts["merged view of 1 of 2 processes"], line) >= 100
+
+
+def test_pid_lists_are_checked_before_attaching(spawn):
+    p = attach(["-p", "12,x"])
+    assert p.returncode == 2 and "bad pid" in p.stderr
+    p = attach(["-p", "1,2", "--dump"])
+    assert p.returncode == 2 and "take one pid" in p.stderr
+    p = attach(["-p", "1,2", "--watch"])
+    assert p.returncode == 2 and "--watch takes one pid" in p.stderr
+    p = attach(["--children-of", str(os.getpid()), "-p", "3"])
+    assert p.returncode == 2
+    # a process without children
+    lonely = spawn(["sleep", "60"])
+    p = attach(["--children-of", str(lonely.pid), "-d", "1"])
+    assert p.returncode == 3 and "has no child processes" in p.stderr
+
+
+def test_status_lines_name_the_top_site_when_not_a_terminal(workers):
+    _, pids, line = workers
+    p = attach(["-p", str(pids[0]), "-d", "2"], timeout=60)
+    assert p.returncode == 0, p.stderr
+    status = [l for l in p.stderr.splitlines() if l.startswith("[mwrap-attach]")]
+    # one at the start, one at the end (every 5 s between)
+    assert len(status) >= 2
+    assert "\r" not in p.stderr
+    assert f"top: " in status[-1] and status[-1].endswith(line)
+    assert "allocs/s" in status[-1] and "2s/2s" in status[-1]
+
+
+def test_watch_prints_the_top_sites(workers):
+    _, pids, line = workers
+    p = attach(["-p", str(pids[0]), "-d", "2", "--watch"], timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "sites by live bytes (Ctrl-C ends):" in p.stderr
+    tables = p.stderr.split("[mwrap-attach]")
+    assert any(line in t for t in tables[-1:])
