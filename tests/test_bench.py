@@ -23,5 +23,9 @@ def test_bench_smoke_prints_every_figure():
     # chance there, so only the figure's presence is checked
     assert re.search(r"^ +\d+ sites +-?\d+ ns/alloc +dump +[\d.]+ ms +\d+ live blocks +[\d.]+ MiB own "
                      r"memory +\d+ bytes/live block$", out, re.M), out
+    lives = re.findall(r"^ +(\d+) live blocks +-?\d+ ns/call +[\d.]+ MiB own memory +\d+ bytes/live block$",
+                       out, re.M)
+    assert len(lives) == 2 and int(lives[1]) >= 20_000, out
+    assert re.search(r"flatness: -?[\d.]+x the per-call cost at \d+ live blocks", out), out
     assert re.search(r"leak ranking .*: full tracking (first|NOT first .*), "
                      r"sampled (first|NOT first .*)", out), out

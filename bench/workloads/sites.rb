@@ -1,20 +1,27 @@
-# Many call sites: BENCH_SITES distinct lines (generated and eval'ed),
-# each allocating a 64-byte string per round; one round's strings are
-# kept, so live blocks grow with the sites.  BENCH_ROUNDS rounds.
+# Many call sites: BENCH_SITES distinct lines (generated and eval'ed in
+# files of 10,000 lines, so that a million sites compile quickly), each
+# allocating a 64-byte string per round; one round's strings are kept,
+# so live blocks grow with the sites.  BENCH_ROUNDS rounds.
 require_relative "harness"
 
 SITES = Integer(ENV.fetch("BENCH_SITES", "1000"))
 ROUNDS = Integer(ENV.fetch("BENCH_ROUNDS", "20"))
+PER_FILE = 10_000
 KEEP = []
-code = +"def one_round(out)\n"
-SITES.times { |i| code << "  out << ('s#{i % 10}' * 32)\n" }
-code << "end\n"
-eval(code, binding, "sites_#{SITES}.rb", 1)
+CHUNKS = (0...SITES).step(PER_FILE).map do |first|
+  lines = [PER_FILE, SITES - first].min
+  name = "round_#{first}"
+  code = +"def #{name}(out)\n"
+  lines.times { |i| code << "  out << ('s#{i % 10}' * 32)\n" }
+  code << "end\n"
+  eval(code, binding, "sites_#{SITES}_#{first}.rb", 1)
+  name.to_sym
+end
 
 Bench.run do
   ROUNDS.times do |r|
     out = []
-    one_round(out)
+    CHUNKS.each { |m| send(m, out) }
     KEEP.replace(out) if r == ROUNDS - 1
   end
 end
