@@ -104,3 +104,18 @@ def test_object_view_refused_for_a_c_process(spawn):
     assert p.returncode == 0
     assert "no object view: not a Ruby process" in p.stderr
     assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+
+
+def test_a_long_scan_reports_progress(spawn):
+    t, _, _ = start(spawn)
+    assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
+    t.send("ballast 4000")     # 4 GB to read: well over the 0.5 s interval
+    t.expect("done", timeout=120)
+    p = attach(["-p", str(t.pid), "--dump", "--scan", "--format=json"], timeout=120)
+    assert p.returncode == 0, p.stderr
+    progress = [l for l in p.stderr.splitlines() if l.startswith("mwrap-attach: scan: ")]
+    assert progress, p.stderr
+    done, total = progress[-1].split()[2], progress[-1].split()[4]
+    assert 0 < int(done) <= int(total) and int(total) >= 3900   # MiB
+    assert '"complete":true' in p.stdout
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0

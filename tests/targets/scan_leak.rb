@@ -1,7 +1,9 @@
 # Target for the pointer scan and the object view.  "go N" keeps N
 # strings of 4,000 bytes (referenced from a global) and leaks N
 # Fiddle.malloc blocks of 4,000 bytes (addresses dropped), then prints
-# "done"; "exit" ends it.  "ready" names the two lines.
+# "done"; "ballast N" keeps N MB more in 1 MB strings (a scan long
+# enough to report progress), then prints "done"; "exit" ends it.
+# "ready" names the two lines.
 require "fiddle"
 $stdout.sync = true
 KEPT = []
@@ -17,8 +19,11 @@ while (line = $stdin.gets)
     keep(n.to_i)
     leak(n.to_i)
     puts "done"
+  when "ballast"
+    n.to_i.times { KEPT << "b" * 1_000_000 }
+    puts "done"
   when "exit"
     break
   end
 end
-puts "bye #{KEPT.size}"
+puts "bye #{KEPT.count { |k| k.size == 4000 }}"
