@@ -83,6 +83,12 @@ static void answer_stats(void)
 	uint64_t now = mw_monotonic_ns(), rate = 0;
 
 	mw_stats(&st);
+	if (last_stats_ns < mw_track_since_ns) {
+		/* the first question since tracking (re)started: the rate
+		 * since then */
+		last_stats_ns = mw_track_since_ns;
+		last_stats_allocs = 0;
+	}
 	if (now > last_stats_ns && st.total_allocations >= last_stats_allocs)
 		rate = (st.total_allocations - last_stats_allocs) *
 		       1000000000u / (now - last_stats_ns);
