@@ -146,16 +146,11 @@ void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live)
 
 	mw_out_str(o, "\"pid\":");
 	mw_out_u64(o, (uint64_t)getpid(), 0);
-	mw_out_str(o, ",\"rss_bytes\":");
-	mw_out_u64(o, mw_rss_bytes(), 0);
-	mw_out_str(o, ",\"tracked_live_bytes\":");
-	mw_out_u64(o, tracked_live, 0);
-	mw_out_str(o, ",\"malloc_arena_bytes\":");
-	mw_out_u64(o, mi.arena + mi.hblkhd, 0);
-	mw_out_str(o, ",\"malloc_in_use_bytes\":");
-	mw_out_u64(o, mi.uordblks + mi.hblkhd, 0);
-	mw_out_str(o, ",\"malloc_free_bytes\":");
-	mw_out_u64(o, mi.fordblks, 0);
+	mw_out_json_u64(o, "rss_bytes", mw_rss_bytes());
+	mw_out_json_u64(o, "tracked_live_bytes", tracked_live);
+	mw_out_json_u64(o, "malloc_arena_bytes", mi.arena + mi.hblkhd);
+	mw_out_json_u64(o, "malloc_in_use_bytes", mi.uordblks + mi.hblkhd);
+	mw_out_json_u64(o, "malloc_free_bytes", mi.fordblks);
 }
 
 static void header_json(struct mw_out *o)
@@ -165,14 +160,12 @@ static void header_json(struct mw_out *o)
 	mw_stats(&st);
 	mw_out_str(o, "{\"type\":\"header\",\"version\":\"" VERSION "\",");
 	mw_dump_memory_fields(o, st.live_bytes);
-	mw_out_str(o, ",\"seconds\":");
-	mw_out_u64(o, st.seconds, 0);
+	mw_out_json_u64(o, "seconds", st.seconds);
 	mw_out_str(o, ",\"age_unit\":\"");
 	mw_out_str(o, age_unit_name());
-	mw_out_str(o, "\",\"sample_bytes\":");
-	mw_out_u64(o, mw_sample_bytes, 0);
-	mw_out_str(o, ",\"unknown_frees\":");
-	mw_out_u64(o, st.unknown_frees, 0);
+	mw_out_chr(o, '"');
+	mw_out_json_u64(o, "sample_bytes", mw_sample_bytes);
+	mw_out_json_u64(o, "unknown_frees", st.unknown_frees);
 	mw_out_str(o, "}\n");
 }
 
@@ -180,12 +173,9 @@ static void scan_header_json(struct mw_out *o, const struct mw_scan *sc)
 {
 	mw_out_str(o, "{\"type\":\"scan\",\"blocks\":");
 	mw_out_u64(o, sc->blocks, 0);
-	mw_out_str(o, ",\"memory_bytes\":");
-	mw_out_u64(o, sc->memory_bytes, 0);
-	mw_out_str(o, ",\"mapped_bytes\":");
-	mw_out_u64(o, sc->total_bytes, 0);
-	mw_out_str(o, ",\"ms\":");
-	mw_out_u64(o, sc->ms, 0);
+	mw_out_json_u64(o, "memory_bytes", sc->memory_bytes);
+	mw_out_json_u64(o, "mapped_bytes", sc->total_bytes);
+	mw_out_json_u64(o, "ms", sc->ms);
 	mw_out_str(o, ",\"complete\":");
 	mw_out_str(o, sc->complete ? "true" : "false");
 	mw_out_str(o, "}\n");
@@ -200,34 +190,24 @@ static void site_json(struct mw_out *o, const struct mw_site *s,
 
 	mw_out_str(o, "{\"type\":\"site\",\"location\":");
 	mw_out_json_str(o, name);
-	mw_out_str(o, ",\"total_bytes\":");
-	mw_out_u64(o, total, 0);
-	mw_out_str(o, ",\"allocations\":");
-	mw_out_u64(o, allocs, 0);
-	mw_out_str(o, ",\"frees\":");
-	mw_out_u64(o, frees, 0);
-	mw_out_str(o, ",\"freed_bytes\":");
-	mw_out_u64(o, freed, 0);
-	mw_out_str(o, ",\"live_bytes\":");
-	mw_out_u64(o, mw_sub0(total, freed), 0);
-	mw_out_str(o, ",\"live_count\":");
-	mw_out_u64(o, mw_sub0(allocs, frees), 0);
-	mw_out_str(o, ",\"age_total\":");
-	mw_out_u64(o, __atomic_load_n(&s->age_total, __ATOMIC_RELAXED), 0);
-	mw_out_str(o, ",\"max_lifespan\":");
-	mw_out_u64(o, __atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED),
-		   0);
+	mw_out_json_u64(o, "total_bytes", total);
+	mw_out_json_u64(o, "allocations", allocs);
+	mw_out_json_u64(o, "frees", frees);
+	mw_out_json_u64(o, "freed_bytes", freed);
+	mw_out_json_u64(o, "live_bytes", mw_sub0(total, freed));
+	mw_out_json_u64(o, "live_count", mw_sub0(allocs, frees));
+	mw_out_json_u64(o, "age_total",
+			__atomic_load_n(&s->age_total, __ATOMIC_RELAXED));
+	mw_out_json_u64(o, "max_lifespan",
+			__atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED));
 	if (scan) {
 		static const struct mw_scan_site none;
 		const struct mw_scan_site *r =
 			s->id < scan->nsites ? &scan->sites[s->id] : &none;
 
-		mw_out_str(o, ",\"scanned_bytes\":");
-		mw_out_u64(o, r->scanned_bytes, 0);
-		mw_out_str(o, ",\"unreferenced_bytes\":");
-		mw_out_u64(o, r->unref_bytes, 0);
-		mw_out_str(o, ",\"unreferenced_count\":");
-		mw_out_u64(o, r->unref_count, 0);
+		mw_out_json_u64(o, "scanned_bytes", r->scanned_bytes);
+		mw_out_json_u64(o, "unreferenced_bytes", r->unref_bytes);
+		mw_out_json_u64(o, "unreferenced_count", r->unref_count);
 	}
 	mw_out_str(o, "}\n");
 }

@@ -147,3 +147,11 @@ void mw_out_json_str(struct mw_out *o, const char *s)
 	}
 	mw_out_chr(o, '"');
 }
+
+void mw_out_json_u64(struct mw_out *o, const char *name, uint64_t v)
+{
+	mw_out_str(o, ",\"");
+	mw_out_str(o, name);
+	mw_out_str(o, "\":");
+	mw_out_u64(o, v, 0);
+}

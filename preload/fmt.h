@@ -33,6 +33,8 @@ void mw_out_hex(struct mw_out *o, uint64_t v);
 /* A JSON string literal, quotes included; bytes < 0x20, '"' and '\\'
  * escaped. */
 void mw_out_json_str(struct mw_out *o, const char *s);
+/* ,"@name":@v -- one more member of a JSON object. */
+void mw_out_json_u64(struct mw_out *o, const char *name, uint64_t v);
 /* Writes what is buffered; returns 0 or -errno of the first failure. */
 int mw_out_flush(struct mw_out *o);
 
