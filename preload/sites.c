@@ -44,6 +44,18 @@ struct loc_cache_entry {
 };
 static struct loc_cache_entry loc_cache[1u << LOC_CACHE_BITS];
 
+/* Native callers seen recently: caller address -> site id, for threads
+ * without the GVL (no Ruby location), which would otherwise enter an RCU
+ * read section and walk the hash table on every allocation.  Any thread
+ * writes it: a torn entry fails the check against the site's own
+ * address and only costs a miss. */
+#define ADDR_CACHE_BITS 12
+struct addr_cache_entry {
+	uintptr_t addr;
+	uint32_t id;
+};
+static struct addr_cache_entry addr_cache[1u << ADDR_CACHE_BITS];
+
 int mw_sites_init(void)
 {
 	if (table)
@@ -323,6 +335,19 @@ struct mw_site *mw_site_for_addr(uintptr_t addr)
 {
 	struct key k;
 	unsigned long hash = key_addr(&k, addr);
+	struct addr_cache_entry *c =
+		&addr_cache[hash >> (sizeof(hash) * 8 - ADDR_CACHE_BITS)];
+	struct mw_site *s;
 
-	return find_or_create(&k, hash);
+	if (__atomic_load_n(&c->addr, __ATOMIC_RELAXED) == addr) {
+		s = mw_site_get(__atomic_load_n(&c->id, __ATOMIC_RELAXED));
+		if (s && !s->key && s->addr == addr)
+			return s;
+	}
+	s = find_or_create(&k, hash);
+	if (s) {
+		__atomic_store_n(&c->addr, addr, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->id, s->id, __ATOMIC_RELAXED);
+	}
+	return s;
 }
