@@ -10,7 +10,6 @@
 #include "dump.h"
 #include "fmt.h"
 #include "mwrap.h"
-#include "real.h"
 #include "ruby.h"
 #include "safefile.h"
 
