@@ -65,3 +65,15 @@ def test_html_straight_from_an_attach(spawn, tmp):
     assert table_locations(p.stdout)[0] == f"{leak}:{line}"
     assert f"{os.path.basename(leak)}:{line}" in p.stdout      # in the chart too
     assert t.finish()[0] == 0
+
+
+def test_html_carries_the_scan_and_the_object_view(tmp):
+    page = os.path.join(tmp, "scanned.html")
+    p = run([REPORT, "--format", "html", "-o", page, os.path.join(ROOT, "tests", "data", "scanned.json")])
+    assert p.returncode == 0, p.stderr
+    html = open(page).read()
+    assert '<th data-col="unreferenced">' in html
+    # 75% of the site's 2,000,000 live bytes: its scaled estimate
+    assert '<td data-v="1500000">1500000</td>' in html
+    assert "memory side by side" in html and "instruction sequences (4200 iseqs)" in html
+    assert "pointer scan: 1.4 MiB of 2.9 MiB live nothing points to" in html

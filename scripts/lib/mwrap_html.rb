@@ -64,17 +64,25 @@ module MwrapHtml
     when "location" then site[:location]
     when "live_bytes" then site[:live]
     when "total_bytes" then site[:total]
+    when "unreferenced" then MwrapReport.unreferenced(site)
     else site[key.to_sym]
     end
   end
 
-  def self.table(sites)
+  # With a pointer scan, the unreferenced (leaked) estimate after live_count.
+  def self.columns(dump)
+    return COLUMNS unless dump.scan
+
+    COLUMNS.dup.insert(2, %w[unreferenced unreferenced])
+  end
+
+  def self.table(sites, columns = COLUMNS)
     html = +"<table id=\"sites\"><thead><tr>"
-    COLUMNS.each { |id, label| html << "<th data-col=\"#{id}\"><a href=\"#sort=#{id}\">#{label}</a></th>" }
+    columns.each { |id, label| html << "<th data-col=\"#{id}\"><a href=\"#sort=#{id}\">#{label}</a></th>" }
     html << "</tr></thead><tbody>"
     sites.each do |s|
       html << "<tr>"
-      COLUMNS.each do |id, key|
+      columns.each do |id, key|
         v = cell(s, key)
         cls = id == "location" ? " class=\"loc\"" : ""
         html << "<td#{cls} data-v=\"#{h(v)}\">#{h(v.is_a?(Integer) ? v.to_s : v)}</td>"
@@ -111,6 +119,9 @@ module MwrapHtml
 
   def self.page(dump, sites, window: nil)
     head = MwrapReport.header_lines(dump.header, window: window)
+    # the object view and the scan summary, as in the text report
+    head += MwrapReport.objects_text(dump.objects).lines.map(&:chomp) if dump.objects
+    head += MwrapReport.scan_text(dump).lines.map(&:chomp) if dump.scan
     <<~HTML
       <!DOCTYPE html>
       <html><head><meta charset="utf-8"><title>mwrap report: pid #{h(dump.header['pid'])}</title>
@@ -127,7 +138,7 @@ module MwrapHtml
       <h2>Live bytes by file and line</h2>
       #{chart(sites)}
       <h2>Sites</h2>
-      #{table(sites)}
+      #{table(sites, columns(dump))}
       <script>#{SCRIPT}</script>
       </body></html>
     HTML
