@@ -213,6 +213,20 @@ static void undo_attach(void)
 
 /* --- control file ------------------------------------------------------- */
 
+static void answer_objects_timeout(void)
+{
+	char num[24];
+	struct mw_out o;
+
+	mw_fmt_u64(num, mw_objects_flagged());
+	mw_out_init(&o, out_fd);
+	mw_out_str(&o, "error: objects: no Ruby thread reached a safe point "
+		       "in time (");
+	mw_out_str(&o, num);
+	mw_out_str(&o, " idle Ruby threads woken; blocked in C?)\n");
+	mw_out_flush(&o);
+}
+
 static int run_command(const char *text, size_t len)
 {
 	struct mw_cmd cmd;
@@ -246,8 +260,7 @@ static int run_command(const char *text, size_t len)
 		if (ret == -ENOSYS)
 			answer("error: objects: ", "not a Ruby process");
 		else if (ret == -ETIMEDOUT)
-			answer("error: objects: ", "no Ruby thread reached a "
-			       "safe point in time (all blocked in C?)");
+			answer_objects_timeout();
 		else if (ret)
 			answer("error: objects: ", strerrordesc_np(-ret));
 		else

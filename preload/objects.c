@@ -62,6 +62,7 @@ static struct {
 	VALUE (*id2sym)(ID id);
 	VALUE (*errinfo)(void);
 	VALUE (*thread_create)(VALUE (*fn)(void *), void *arg);
+	int (*native_thread_p)(void);
 	char *(*string_value_cstr)(volatile VALUE *str);
 } rb;
 
@@ -72,9 +73,13 @@ static int rb_found;
  * after which a late job does nothing. */
 enum { IDLE, WAITING, RUNNING, DONE };
 static int state;
-static int registered;		/* a thread registered the job (WAITING) */
-static pid_t registered_tid;	/* ... this one */
-static int main_may_register;	/* no GVL holder answered: main thread may */
+static int registered;		/* some thread registered the job */
+static int idle;		/* no GVL holder took it: any Ruby thread may */
+/* Ruby threads that flagged themselves for the job while idle: each is
+ * knocked out of its blocking call until one runs it. */
+#define FLAGGED_MAX 64
+static pid_t flagged[FLAGGED_MAX];
+static unsigned nflagged;
 static int job_result;
 static char req_path[PATH_MAX], req_heap_path[PATH_MAX];
 
@@ -102,6 +107,7 @@ static int find_ruby(void)
 		   SYM(hash_aset, "rb_hash_aset") && SYM(id2sym, "rb_id2sym") &&
 		   SYM(errinfo, "rb_errinfo") &&
 		   SYM(thread_create, "rb_thread_create") &&
+		   SYM(native_thread_p, "ruby_native_thread_p") &&
 		   SYM(string_value_cstr, "rb_string_value_cstr");
 #undef SYM
 	return rb_found;
@@ -444,22 +450,37 @@ static void job(void *unused)
 	__atomic_store_n(&state, DONE, __ATOMIC_RELEASE);
 }
 
+static void remember_flagged_sigsafe(pid_t tid)
+{
+	unsigned i, n = __atomic_load_n(&nflagged, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n && i < FLAGGED_MAX; i++)
+		if (__atomic_load_n(&flagged[i], __ATOMIC_RELAXED) == tid)
+			return;
+	i = __atomic_fetch_add(&nflagged, 1, __ATOMIC_ACQ_REL);
+	if (i < FLAGGED_MAX)
+		__atomic_store_n(&flagged[i], tid, __ATOMIC_RELEASE);
+}
+
+/* rb_postponed_job_register_one flags the calling thread's execution
+ * context, whichever thread queued the job first (it returns 2 for a
+ * job already queued): every thread that calls it may run it, and the
+ * first one to check its interrupts does.  So every Ruby thread that
+ * gets the signal registers: one that runs Ruby code (or sleeps in
+ * Ruby: ruby_thread_has_gvl_p says yes then), and once the process has
+ * looked idle for a second, one blocked in a system call too. */
 void mw_objects_on_signal_sigsafe(void)
 {
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != WAITING ||
-	    __atomic_load_n(&registered, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != WAITING)
 		return;
 	if (!mw_ruby_thread_has_ec_sigsafe(1) &&
-	    !(__atomic_load_n(&main_may_register, __ATOMIC_ACQUIRE) &&
-	      syscall(SYS_gettid) == getpid() &&
-	      mw_ruby_thread_has_ec_sigsafe(0)))
+	    !(__atomic_load_n(&idle, __ATOMIC_ACQUIRE) &&
+	      rb.native_thread_p() && mw_ruby_thread_has_ec_sigsafe(0)))
 		return;
-	if (__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL))
-		return;
-	__atomic_store_n(&registered_tid, (pid_t)syscall(SYS_gettid),
-			 __ATOMIC_RELEASE);
-	if (!rb.register_one(0, job, NULL))
-		__atomic_store_n(&registered, 0, __ATOMIC_RELEASE); /* full */
+	if (rb.register_one(0, job, NULL)) {
+		__atomic_store_n(&registered, 1, __ATOMIC_RELEASE);
+		remember_flagged_sigsafe((pid_t)syscall(SYS_gettid));
+	}
 }
 
 /* --- the helper's side ---------------------------------------------------- */
@@ -523,6 +544,18 @@ static int ruby_kick_installed(void)
 	return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
 }
 
+static void kick_flagged(void)
+{
+	unsigned i, n = __atomic_load_n(&nflagged, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n && i < FLAGGED_MAX; i++) {
+		pid_t tid = __atomic_load_n(&flagged[i], __ATOMIC_ACQUIRE);
+
+		if (tid > 0)
+			syscall(SYS_tgkill, getpid(), tid, SIGVTALRM);
+	}
+}
+
 static void sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
@@ -532,9 +565,7 @@ static void sleep_ms(int ms)
 
 int mw_objects_take(const char *path, const char *heap_path, int start_ms)
 {
-	int expected, waited = 0, kick;
-
-	int running_ms = 0;
+	int expected, waited = 0, running_ms = 0, kick;
 
 	if (!find_ruby())
 		return -ENOSYS;
@@ -549,12 +580,14 @@ int mw_objects_take(const char *path, const char *heap_path, int start_ms)
 	memcpy(req_path, path, strlen(path) + 1);
 	memcpy(req_heap_path, heap_path, strlen(heap_path) + 1);
 	__atomic_store_n(&registered, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&main_may_register, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&idle, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&nflagged, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&state, WAITING, __ATOMIC_RELEASE);
-	/* Until a thread holding the GVL takes it.  After a second (an idle
-	 * process: every Ruby thread blocked), the main thread takes it
-	 * without the GVL, and is knocked out of its blocking call as Ruby
-	 * itself would do, every 100 ms. */
+	/* Every 10 ms until a Ruby thread registered the job, then every
+	 * 100 ms.  After a second (an idle process: every Ruby thread
+	 * blocked), threads in system calls register too, and the
+	 * registered ones are knocked out of their blocking calls every
+	 * 100 ms, as Ruby itself would do. */
 	kick = ruby_kick_installed();
 	while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == WAITING) {
 		if (waited >= start_ms) {
@@ -565,15 +598,14 @@ int mw_objects_take(const char *path, const char *heap_path, int start_ms)
 				return -ETIMEDOUT;
 			break;	/* it just started */
 		}
-		if (waited == 1000)
-			__atomic_store_n(&main_may_register, 1,
-					 __ATOMIC_RELEASE);
-		if (!__atomic_load_n(&registered, __ATOMIC_ACQUIRE))
+		if (waited >= 1000)
+			__atomic_store_n(&idle, 1, __ATOMIC_RELEASE);
+		/* a signal also wakes a thread sleeping in ppoll for Ruby */
+		if (!__atomic_load_n(&registered, __ATOMIC_ACQUIRE) ||
+		    waited % 100 == 0)
 			signal_threads();
-		else if (kick && waited >= 1000 && waited % 100 == 0)
-			syscall(SYS_tgkill, getpid(),
-				__atomic_load_n(&registered_tid,
-						__ATOMIC_ACQUIRE), SIGVTALRM);
+		if (kick && waited >= 1000 && waited % 100 == 0)
+			kick_flagged();
 		sleep_ms(10);
 		waited += 10;
 	}
@@ -588,4 +620,11 @@ int mw_objects_take(const char *path, const char *heap_path, int start_ms)
 	}
 	__atomic_store_n(&state, IDLE, __ATOMIC_RELEASE);
 	return job_result;
+}
+
+unsigned mw_objects_flagged(void)
+{
+	unsigned n = __atomic_load_n(&nflagged, __ATOMIC_ACQUIRE);
+
+	return n < FLAGGED_MAX ? n : FLAGGED_MAX;
 }

@@ -1,12 +1,12 @@
 /* objects.h - the Ruby object view, taken by a Ruby thread at a safe
  * point without any prior `require` in the target.
  *
- * The helper thread cannot call Ruby: it asks a Ruby thread, through a
+ * The helper thread cannot call Ruby: it asks the Ruby threads, through a
  * SIGURG it queues with a marker value, to register a postponed job
  * (rb_postponed_job_register_one needs the caller's execution context in
  * Ruby 3.1, so it must run on a Ruby thread, as stackprof does).  The
- * job runs at the thread's next interrupt check, with the GVL, and
- * writes one JSON object: ObjectSpace.count_objects, memsize by type
+ * job runs at the first interrupt check of a registered thread, with the
+ * GVL, and writes one JSON object: ObjectSpace.count_objects, memsize by type
  * (objspace's count_objects_size), count_imemo_objects, the number and
  * memsize of instruction sequences, GC.stat, and the process's RSS,
  * malloc's figures and our tracked live bytes beside them.
@@ -25,6 +25,10 @@
  * written later), or the job's -errno.
  * Context: the helper thread only (it waits). */
 int mw_objects_take(const char *path, const char *heap_path, int start_ms);
+
+/* How many idle Ruby threads flagged themselves for the last request
+ * (for the error message when none ran it). */
+unsigned mw_objects_flagged(void);
 
 /* Called by the SIGURG handler for a signal carrying the marker:
  * registers the job if this thread may.
