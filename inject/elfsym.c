@@ -37,6 +37,14 @@ static int map_elf(const char *path, const unsigned char **img, size_t *size)
 	return 0;
 }
 
+/* The @count entries of @entsize bytes at @off in the image, or NULL
+ * when they do not fit in its @size bytes. */
+static const void *table(const unsigned char *img, size_t size, uint64_t off,
+			 uint64_t count, size_t entsize)
+{
+	return off + count * entsize > size ? NULL : img + off;
+}
+
 int mwi_elf_symbol(const char *path, const char *name, uint64_t *value)
 {
 	const unsigned char *img;
@@ -47,14 +55,10 @@ int mwi_elf_symbol(const char *path, const char *name, uint64_t *value)
 
 	if (ret)
 		return ret;
-	ret = -ENOENT;
 	eh = (const Elf64_Ehdr *)img;
-	if (eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size) {
-		ret = -ENOEXEC;
-		goto out;
-	}
-	sh = (const Elf64_Shdr *)(img + eh->e_shoff);
-	for (i = 0; i < eh->e_shnum; i++) {
+	sh = table(img, size, eh->e_shoff, eh->e_shnum, sizeof(Elf64_Shdr));
+	ret = sh ? -ENOENT : -ENOEXEC;
+	for (i = 0; sh && i < eh->e_shnum; i++) {
 		const Elf64_Shdr *strsh;
 		const Elf64_Sym *sym;
 		size_t n, j;
@@ -103,14 +107,10 @@ int mwi_elf_find_code(const char *path, const void *code, size_t len,
 
 	if (ret)
 		return ret;
-	ret = -ENOENT;
 	eh = (const Elf64_Ehdr *)img;
-	if (eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > size) {
-		ret = -ENOEXEC;
-		goto out;
-	}
-	ph = (const Elf64_Phdr *)(img + eh->e_phoff);
-	for (i = 0; i < eh->e_phnum && ret; i++) {
+	ph = table(img, size, eh->e_phoff, eh->e_phnum, sizeof(Elf64_Phdr));
+	ret = ph ? -ENOENT : -ENOEXEC;
+	for (i = 0; ph && i < eh->e_phnum && ret; i++) {
 		const unsigned char *seg, *hit;
 
 		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X) ||
@@ -123,7 +123,6 @@ int mwi_elf_find_code(const char *path, const void *code, size_t len,
 			ret = 0;
 		}
 	}
-out:
 	munmap((void *)img, size);
 	return ret;
 }

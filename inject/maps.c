@@ -19,14 +19,22 @@ static int is_unsafe_object(const char *base)
 	       strncmp(base, "liburcu", 7) == 0;
 }
 
+/* /proc/PID/maps, opened for reading line by line; NULL with errno. */
+static FILE *open_maps(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	return fopen(path, "re");
+}
+
 int mwi_maps_read(pid_t pid, struct mwi_maps *m)
 {
-	char path[64], buf[PATH_MAX + 256];
+	char buf[PATH_MAX + 256];
 	FILE *f;
 
 	memset(m, 0, sizeof(*m));
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
+	f = open_maps(pid);
 	if (!f)
 		return -errno;
 	while (fgets(buf, sizeof(buf), f)) {
@@ -70,13 +78,12 @@ int mwi_maps_unsafe(const struct mwi_maps *m, uintptr_t pc)
 int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 		  unsigned long *ino, char *shown, size_t len)
 {
-	char path[64], buf[PATH_MAX + 256];
+	char buf[PATH_MAX + 256];
 	size_t flen = strlen(file);
 	FILE *f;
 	int ret = -ENOENT;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
+	f = open_maps(pid);
 	if (!f)
 		return -errno;
 	while (ret && fgets(buf, sizeof(buf), f)) {
@@ -104,12 +111,11 @@ int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 int mwi_maps_range(pid_t pid, uintptr_t addr, uintptr_t *lo_out,
 		   uintptr_t *hi_out)
 {
-	char path[64], buf[PATH_MAX + 256];
+	char buf[PATH_MAX + 256];
 	FILE *f;
 	int ret = -ENOENT;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
+	f = open_maps(pid);
 	if (!f)
 		return -errno;
 	while (ret && fgets(buf, sizeof(buf), f)) {

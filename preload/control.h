@@ -16,7 +16,8 @@
  *   stats                  one line of key=value figures
  *   detach                 final dump, restore everything, stop
  * Each command gets exactly one answer line starting with "ok" or
- * "error:".
+ * "error:"; a long one (dump, objects) may first write lines starting
+ * "progress " (what, done/total, unit), which clients skip or show.
  */
 #ifndef MW_CONTROL_H
 #define MW_CONTROL_H

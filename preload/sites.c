@@ -333,18 +333,18 @@ struct mw_site *mw_site_find_addr(uintptr_t addr)
 
 struct mw_site *mw_site_for_addr(uintptr_t addr)
 {
-	struct key k;
-	unsigned long hash = key_addr(&k, addr);
+	unsigned long hash = hash_addr(addr);
 	struct addr_cache_entry *c =
 		&addr_cache[hash >> (sizeof(hash) * 8 - ADDR_CACHE_BITS)];
 	struct mw_site *s;
+	struct key k;
 
 	if (__atomic_load_n(&c->addr, __ATOMIC_RELAXED) == addr) {
 		s = mw_site_get(__atomic_load_n(&c->id, __ATOMIC_RELAXED));
 		if (s && !s->key && s->addr == addr)
 			return s;
 	}
-	s = find_or_create(&k, hash);
+	s = find_or_create(&k, key_addr(&k, addr));	/* a miss: the table */
 	if (s) {
 		__atomic_store_n(&c->addr, addr, __ATOMIC_RELAXED);
 		__atomic_store_n(&c->id, s->id, __ATOMIC_RELAXED);

@@ -281,9 +281,11 @@ static VALUE srcloc_name(VALUE self)
 	return location_string(si.location);
 }
 
-static void collect_live(uint64_t size, uint64_t generation, void *arg)
+/* Collects (size or address, generation) pairs into the Array @arg, to
+ * be yielded once the library's iteration is over. */
+static void collect_pair(uint64_t first, uint64_t generation, void *arg)
 {
-	rb_ary_push((VALUE)arg, rb_assoc_new(ULL2NUM(size), ULL2NUM(generation)));
+	rb_ary_push((VALUE)arg, rb_assoc_new(ULL2NUM(first), ULL2NUM(generation)));
 }
 
 /* #each { |size, generation| } over the live blocks of this site */
@@ -293,17 +295,12 @@ static VALUE srcloc_each(VALUE self)
 
 	RETURN_ENUMERATOR(self, 0, 0);
 	need_api();
-	api.each_live(srcloc_id(self), collect_live, (void *)rows);
+	api.each_live(srcloc_id(self), collect_pair, (void *)rows);
 	yield_rows(rows);
 	return self;
 }
 
 /* --- Mwrap::HeapPageBody: Ruby's object heap pages --------------------- */
-
-static void collect_page(uintptr_t addr, uint64_t generation, void *arg)
-{
-	rb_ary_push((VALUE)arg, rb_assoc_new(ULL2NUM(addr), ULL2NUM(generation)));
-}
 
 /* HeapPageBody.each { |address, generation| } -> nil */
 static VALUE hpb_each(VALUE mod)
@@ -312,7 +309,7 @@ static VALUE hpb_each(VALUE mod)
 
 	RETURN_ENUMERATOR(mod, 0, 0);
 	need_api();
-	api.heap_each(collect_page, (void *)rows);
+	api.heap_each(collect_pair, (void *)rows);
 	yield_rows(rows);
 	return Qnil;
 }
