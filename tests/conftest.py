@@ -152,6 +152,23 @@ def spawn():
             os.unlink(f)
 
 
+LEAK_RB = os.path.join(ROOT, "tests", "targets", "leak.rb")
+
+
+def start_ready(spawn, argv):
+    """Starts a target and waits for its "ready" line: (target, the
+    line's key=value words as a dict)."""
+    t = spawn(argv)
+    ready = t.expect("ready")
+    return t, dict(w.split("=", 1) for w in ready.split() if "=" in w)
+
+
+def start_leak(spawn):
+    """tests/targets/leak.rb: (target, its leaking line, its zlib line)."""
+    t, fields = start_ready(spawn, ["ruby", LEAK_RB])
+    return t, int(fields["leak_line"]), int(fields["zlib_line"])
+
+
 def ptrace_allowed():
     """Why live attach cannot run here, or None."""
     if os.geteuid() == 0:

@@ -7,21 +7,11 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, INJECT, LIB, ROOT, TARGETS, attach,
-                      parse_dump, parse_json_dump, ptrace_allowed, run)
+from conftest import (INJECT, LEAK_RB, LIB, ROOT, TARGETS, attach, parse_dump,
+                      parse_json_dump, ptrace_allowed, run, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
-
-LEAK_RB = os.path.join(ROOT, "tests", "targets", "leak.rb")
-
-
-def start_leak(spawn):
-    t = spawn(["ruby", LEAK_RB])
-    ready = t.expect("ready")
-    fields = dict(f.split("=") for f in ready.split()[2:])
-    return t, int(fields["leak_line"]), int(fields["zlib_line"])
-
 
 def dump_json(pid):
     p = attach(["-p", str(pid), "--dump", "--format=json"])

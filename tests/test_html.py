@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import ROOT, attach, ptrace_allowed, run
+from conftest import LEAK_RB, ROOT, attach, ptrace_allowed, run, start_leak
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 NEW = os.path.join(ROOT, "tests", "data", "new.json")
@@ -51,9 +51,7 @@ def test_html_report_in_chromium(tmp):
 
 @pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
 def test_html_straight_from_an_attach(spawn, tmp):
-    leak = os.path.join(ROOT, "tests", "targets", "leak.rb")
-    t = spawn(["ruby", leak])
-    line = int(t.expect("ready").split()[2].split("=")[1])
+    t, line, _ = start_leak(spawn)
     assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
     t.send("leak 300 10000")
     t.expect("leaked")
@@ -62,8 +60,8 @@ def test_html_straight_from_an_attach(spawn, tmp):
     assert p.returncode == 0, p.stderr
     assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
     p = chromium(["--dump-dom", f"file://{page}"], tmp)
-    assert table_locations(p.stdout)[0] == f"{leak}:{line}"
-    assert f"{os.path.basename(leak)}:{line}" in p.stdout      # in the chart too
+    assert table_locations(p.stdout)[0] == f"{LEAK_RB}:{line}"
+    assert f"{os.path.basename(LEAK_RB)}:{line}" in p.stdout      # in the chart too
     assert t.finish()[0] == 0
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, attach, ptrace_allowed
+from conftest import ROOT, attach, ptrace_allowed, start_ready
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -19,9 +19,7 @@ WORKERS_RB = os.path.join(ROOT, "tests", "targets", "workers.rb")
 def workers(spawn):
     """A master with two forked workers; the workers are killed at
     teardown (the fixture kills only what it started)."""
-    t = spawn(["ruby", WORKERS_RB, "2"])
-    ready = t.expect("ready")
-    fields = dict(f.split("=") for f in ready.split()[1:])
+    t, fields = start_ready(spawn, ["ruby", WORKERS_RB, "2"])
     pids = [int(p) for p in fields["workers"].split(",")]
     yield t, pids, f"{WORKERS_RB}:{fields['work_line']}"
     for pid in pids:
@@ -105,7 +103,7 @@ def test_status_lines_name_the_top_site_when_not_a_terminal(workers):
     # one at the start, one at the end (every 5 s between)
     assert len(status) >= 2
     assert "\r" not in p.stderr
-    assert f"top: " in status[-1] and status[-1].endswith(line)
+    assert "top: " in status[-1] and status[-1].endswith(line)
     assert "allocs/s" in status[-1] and "2s/2s" in status[-1]
 
 

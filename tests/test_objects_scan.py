@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, attach, parse_json_dump, ptrace_allowed
+from conftest import ROOT, attach, parse_json_dump, ptrace_allowed, start_ready
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -15,9 +15,7 @@ SCAN_RB = os.path.join(ROOT, "tests", "targets", "scan_leak.rb")
 
 
 def start(spawn):
-    t = spawn(["ruby", SCAN_RB])
-    ready = t.expect("ready")
-    fields = dict(f.split("=") for f in ready.split()[1:])
+    t, fields = start_ready(spawn, ["ruby", SCAN_RB])
     return t, f"{SCAN_RB}:{fields['keep_line']}", f"{SCAN_RB}:{fields['leak_line']}"
 
 

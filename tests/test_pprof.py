@@ -1,13 +1,12 @@
 """pprof output, decoded back with protoc against profile.proto."""
 import gzip
 import os
-import re
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import ROOT, attach, ptrace_allowed, run
+from conftest import LEAK_RB, ROOT, attach, ptrace_allowed, run, start_leak
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 DATA = os.path.join(ROOT, "tests", "data")
@@ -91,9 +90,7 @@ def test_pprof_refuses_a_terminal_and_diff():
 
 @pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
 def test_profile_straight_from_an_attach(spawn, tmp):
-    leak = os.path.join(ROOT, "tests", "targets", "leak.rb")
-    t = spawn(["ruby", leak])
-    line = int(t.expect("ready").split()[2].split("=")[1])
+    t, line, _ = start_leak(spawn)
     assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
     t.send("leak 200 10000")
     t.expect("leaked")
@@ -103,8 +100,8 @@ def test_profile_straight_from_an_attach(spawn, tmp):
     assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
     prof, strings = decode(out)
     sites = by_location(prof, strings)
-    values, _ = sites[f"{leak}:{line}"]
+    values, _ = sites[f"{LEAK_RB}:{line}"]
     assert values[0] >= 200 and values[3] >= 200 * 10000
     top = max(sites.items(), key=lambda kv: kv[1][0][3])
-    assert top[0] == f"{leak}:{line}"
+    assert top[0] == f"{LEAK_RB}:{line}"
     assert t.finish()[0] == 0

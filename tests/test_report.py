@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, attach, ptrace_allowed, run
+from conftest import LEAK_RB, ROOT, attach, ptrace_allowed, run, start_leak
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 DATA = os.path.join(ROOT, "tests", "data")
@@ -103,9 +103,7 @@ def test_bad_input(args, code, text):
 
 @pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
 def test_report_of_a_real_attach(spawn, tmp):
-    leak = os.path.join(ROOT, "tests", "targets", "leak.rb")
-    t = spawn(["ruby", leak])
-    line = int(t.expect("ready").split()[2].split("=")[1])
+    t, line, _ = start_leak(spawn)
     assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
     first = tmp / "first.json"
     assert attach(["-p", str(t.pid), "--dump", "--format=json", "-o", str(first)]).returncode == 0
@@ -115,11 +113,11 @@ def test_report_of_a_real_attach(spawn, tmp):
     assert attach(["-p", str(t.pid), "--dump", "--format=json", "-o", str(second)]).returncode == 0
     assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
     p = report("--top", "1", str(second))
-    assert rows(p.stdout)[0][2] == f"{leak}:{line}"
+    assert rows(p.stdout)[0][2] == f"{LEAK_RB}:{line}"
     assert "malloc in use" in p.stdout
     p = report("--diff", "--top", "1", str(first), str(second))
     top = [l for l in p.stdout.splitlines() if l.strip().startswith("+")][0]
-    assert f"{leak}:{line}" in top and int(top.split()[0]) >= 400 * 10000
+    assert f"{LEAK_RB}:{line}" in top and int(top.split()[0]) >= 400 * 10000
     assert t.finish()[0] == 0
 
 

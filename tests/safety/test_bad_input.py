@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from conftest import ATTACH, ROOT, TARGETS, attach, ptrace_allowed, run
+from conftest import (ATTACH, LEAK_RB, TARGETS, attach, ptrace_allowed, run,
+                      start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -149,9 +150,7 @@ def test_files_in_the_target_belong_to_its_user(spawn):
 
 
 def test_ctrl_c_ends_the_window_and_still_reports(spawn):
-    leak = os.path.join(ROOT, "tests", "targets", "leak.rb")
-    t = spawn(["ruby", leak])
-    line = int(t.expect("ready").split()[2].split("=")[1])
+    t, line, _ = start_leak(spawn)
     p = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "60"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
@@ -162,21 +161,19 @@ def test_ctrl_c_ends_the_window_and_still_reports(spawn):
     p.send_signal(2)        # SIGINT, as Ctrl-C
     out, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
-    assert f"{leak}:{line}" in out and "detached" in err
+    assert f"{LEAK_RB}:{line}" in out and "detached" in err
     assert "libmwrap" in open(f"/proc/{t.pid}/maps").read()
     assert attach(["-p", str(t.pid), "--stats"]).returncode == 12
     assert t.finish()[0] == 0
 
 
 def test_target_exit_while_attached_writes_the_final_dump(spawn):
-    leak = os.path.join(ROOT, "tests", "targets", "leak.rb")
-    t = spawn(["ruby", leak])
-    line = int(t.expect("ready").split()[2].split("=")[1])
+    t, line, _ = start_leak(spawn)
     assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
     t.send("leak 20 2000")
     t.expect("leaked")
     rc, _, _ = t.finish()
     assert rc == 0
     dump = open(f"/tmp/mwrap.{t.pid}.dump").read()
-    assert f"{leak}:{line}" in dump
+    assert f"{LEAK_RB}:{line}" in dump
     assert not [f for f in os.listdir("/tmp") if f.startswith(f"mwrap.{t.pid}.dump.tmp")]

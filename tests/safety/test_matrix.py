@@ -12,8 +12,7 @@ import time
 
 import pytest
 
-from conftest import (INJECT, LIB, ROOT, TARGETS, attach, ptrace_allowed,
-                      run)
+from conftest import INJECT, LIB, ROOT, TARGETS, attach, ptrace_allowed
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
