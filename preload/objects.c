@@ -450,13 +450,22 @@ static void job(void *unused)
 	__atomic_store_n(&state, DONE, __ATOMIC_RELEASE);
 }
 
-static void remember_flagged_sigsafe(pid_t tid)
+static int is_flagged_sigsafe(pid_t tid)
 {
 	unsigned i, n = __atomic_load_n(&nflagged, __ATOMIC_ACQUIRE);
 
 	for (i = 0; i < n && i < FLAGGED_MAX; i++)
 		if (__atomic_load_n(&flagged[i], __ATOMIC_RELAXED) == tid)
-			return;
+			return 1;
+	return 0;
+}
+
+static void remember_flagged_sigsafe(pid_t tid)
+{
+	unsigned i;
+
+	if (is_flagged_sigsafe(tid))
+		return;
 	i = __atomic_fetch_add(&nflagged, 1, __ATOMIC_ACQ_REL);
 	if (i < FLAGGED_MAX)
 		__atomic_store_n(&flagged[i], tid, __ATOMIC_RELEASE);
@@ -485,7 +494,11 @@ void mw_objects_on_signal_sigsafe(void)
 
 /* --- the helper's side ---------------------------------------------------- */
 
-/* Queues a marked SIGURG to every thread but the caller. */
+/* Queues a marked SIGURG to every thread but the caller and those
+ * already flagged for the job: these are being kicked with SIGVTALRM,
+ * and when both signals are pending the first delivered, our SA_RESTART
+ * SIGURG, decides that an interrupted read() restarts rather than fails
+ * with EINTR, so the kick would be lost. */
 static void signal_threads(void)
 {
 	char buf[4096];
@@ -513,7 +526,8 @@ static void signal_threads(void)
 			off += d->reclen;
 			for (c = d->name; *c >= '0' && *c <= '9'; c++)
 				tid = tid * 10 + (*c - '0');
-			if (*c || tid <= 0 || tid == self)
+			if (*c || tid <= 0 || tid == self ||
+			    is_flagged_sigsafe(tid))
 				continue;
 			memset(&si, 0, sizeof(si));
 			si.si_signo = SIGURG;

@@ -63,7 +63,8 @@ def test_object_view_of_an_idle_process_without_require(spawn, tmp):
     p = attach(["-p", str(t.pid), "--dump", "--objects", "--dump-all", heap,
                 "--format=json"], timeout=120)
     assert p.returncode == 0, p.stderr
-    obj = next(r for r in records(p.stdout) if r["type"] == "objects")
+    obj = next((r for r in records(p.stdout) if r["type"] == "objects"), None)
+    assert obj is not None, p.stderr
     assert obj["errors"] == []
     co, mem = obj["count_objects"], obj["memsize_by_type"]
     # our heap walk agrees with Ruby's own count of internal objects

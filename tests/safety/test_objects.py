@@ -15,7 +15,10 @@ REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
 IDLE = os.path.join(ROOT, "tests", "targets", "idle.rb")
-EXPECTED = {"sleep": "3", "select": "nil", "join": "joined", "queue": "popped"}
+# Kernel#sleep returns the difference of two time(2) readings: 3 or 4
+# whole seconds for a sleep of a little over 3 s
+EXPECTED = {"sleep": {"3", "4"}, "select": {"nil"}, "join": {"joined"},
+            "queue": {"popped"}}
 
 
 def objects_record(pid):
@@ -37,7 +40,7 @@ def test_idle_target_gives_the_view_and_keeps_its_timing(spawn, mode, n):
     assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
     rc, rest, _ = t.finish(timeout=30)
     name, got, secs = rest[0].split()
-    assert rc == 0 and name == mode and got == EXPECTED[mode]
+    assert rc == 0 and name == mode and got in EXPECTED[mode], rest
     # not cut short by the wake-up, and not held up either
     assert 2.95 <= float(secs) < 4.5, rest
 
