@@ -29,9 +29,18 @@ static inline uint64_t mix(uintptr_t ptr)
 	return (uint64_t)(ptr >> 4) * 0x9e3779b97f4a7c15ull;
 }
 
-static inline struct shard *shard_of(uint64_t h)
+/* The shard is chosen by the 1 MiB region a block lies in, not by the
+ * pointer's own hash: glibc gives each thread its own arena, so threads
+ * mostly lock and write shards of their own instead of trading every
+ * shard's line between cores.  A region holds at most 32Ki blocks, and
+ * a large heap spans many regions, so shards stay balanced. */
+#define REGION_SHIFT 20
+
+static inline struct shard *shard_of(uintptr_t ptr)
 {
-	return &shards[h >> (64 - SHARD_BITS)];
+	uint64_t r = (uint64_t)(ptr >> REGION_SHIFT) * 0x9e3779b97f4a7c15ull;
+
+	return &shards[r >> (64 - SHARD_BITS)];
 }
 
 static inline uint32_t home(uint64_t h, uint32_t mask)
@@ -81,7 +90,7 @@ static int grow_locked(struct shard *sh)
 void mw_live_prefetch(uintptr_t ptr)
 {
 	uint64_t h = mix(ptr);
-	struct shard *sh = shard_of(h);
+	struct shard *sh = shard_of(ptr);
 	/* unlocked reads: a stale answer only prefetches the wrong line */
 	struct mw_live_entry *slots = __atomic_load_n(&sh->slots,
 						      __ATOMIC_RELAXED);
@@ -95,7 +104,7 @@ int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
 {
 	uintptr_t ptr = mw_live_ptr(e);
 	uint64_t h = mix(ptr);
-	struct shard *sh = shard_of(h);
+	struct shard *sh = shard_of(ptr);
 	uint32_t i;
 	int ret = 0;
 
@@ -126,7 +135,7 @@ static int remove_entry(uintptr_t ptr, struct mw_live_entry *out,
 			int count_unknown)
 {
 	uint64_t h = mix(ptr);
-	struct shard *sh = shard_of(h);
+	struct shard *sh = shard_of(ptr);
 	struct mw_live_entry *s;
 	uint32_t i, j, mask;
 
