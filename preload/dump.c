@@ -182,24 +182,19 @@ static void scan_header_json(struct mw_out *o, const struct mw_scan *sc)
 }
 
 static void site_json(struct mw_out *o, const struct mw_site *s,
-		      const char *name, uint64_t total, uint64_t allocs,
+		      const char *name, const struct mw_counts *c,
 		      const struct mw_scan *scan)
 {
-	uint64_t frees = __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
-	uint64_t freed = __atomic_load_n(&s->freed_bytes, __ATOMIC_RELAXED);
-
 	mw_out_str(o, "{\"type\":\"site\",\"location\":");
 	mw_out_json_str(o, name);
-	mw_out_json_u64(o, "total_bytes", total);
-	mw_out_json_u64(o, "allocations", allocs);
-	mw_out_json_u64(o, "frees", frees);
-	mw_out_json_u64(o, "freed_bytes", freed);
-	mw_out_json_u64(o, "live_bytes", mw_sub0(total, freed));
-	mw_out_json_u64(o, "live_count", mw_sub0(allocs, frees));
-	mw_out_json_u64(o, "age_total",
-			__atomic_load_n(&s->age_total, __ATOMIC_RELAXED));
-	mw_out_json_u64(o, "max_lifespan",
-			__atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED));
+	mw_out_json_u64(o, "total_bytes", c->total);
+	mw_out_json_u64(o, "allocations", c->allocations);
+	mw_out_json_u64(o, "frees", c->frees);
+	mw_out_json_u64(o, "freed_bytes", c->freed_bytes);
+	mw_out_json_u64(o, "live_bytes", mw_sub0(c->total, c->freed_bytes));
+	mw_out_json_u64(o, "live_count", mw_sub0(c->allocations, c->frees));
+	mw_out_json_u64(o, "age_total", c->age_total);
+	mw_out_json_u64(o, "max_lifespan", c->max_lifespan);
 	if (scan) {
 		static const struct mw_scan_site none;
 		const struct mw_scan_site *r =
@@ -216,18 +211,18 @@ static void write_site(struct mw_out *o, const struct mw_dump_req *req,
 		       const struct mw_site *s)
 {
 	char name[4096];
-	uint64_t total = __atomic_load_n(&s->total, __ATOMIC_RELAXED);
-	uint64_t allocs = __atomic_load_n(&s->allocations, __ATOMIC_RELAXED);
+	struct mw_counts c;
 
-	if (total <= req->min)
+	mw_counts_read(&s->counts, &c);
+	if (c.total <= req->min)
 		return;
 	mw_site_name(s, name, sizeof(name));
 	if (req->format == MW_FORMAT_JSON) {
-		site_json(o, s, name, total, allocs, req->scan);
+		site_json(o, s, name, &c, req->scan);
 	} else {
-		mw_out_u64(o, total, 16);
+		mw_out_u64(o, c.total, 16);
 		mw_out_chr(o, ' ');
-		mw_out_u64(o, allocs, 12);
+		mw_out_u64(o, c.allocations, 12);
 		mw_out_chr(o, ' ');
 		mw_out_str(o, name);
 		mw_out_chr(o, '\n');
@@ -288,14 +283,15 @@ static int write_top(struct mw_out *o, const struct mw_dump_req *req,
 		return -ENOMEM;
 	for (id = 1; id < nsites; id++) {
 		const struct mw_site *s = mw_site_get(id);
+		struct mw_counts c;
 		uint64_t live;
 
-		if (!s || __atomic_load_n(&s->total, __ATOMIC_RELAXED) <=
-				  req->min)
+		if (!s)
 			continue;
-		live = mw_sub0(__atomic_load_n(&s->total, __ATOMIC_RELAXED),
-			       __atomic_load_n(&s->freed_bytes,
-					       __ATOMIC_RELAXED));
+		mw_counts_read(&s->counts, &c);
+		if (c.total <= req->min)
+			continue;
+		live = mw_sub0(c.total, c.freed_bytes);
 		if (n < cap) {
 			h[n].live = live;
 			h[n].id = id;

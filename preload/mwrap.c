@@ -199,13 +199,16 @@ EXPORT int mw_quiet_leave(void)
 
 static void site_info(const struct mw_site *s, struct mw_site_info *si)
 {
+	struct mw_counts c;
+
+	mw_counts_read(&s->counts, &c);
 	si->id = s->id;
-	si->total = __atomic_load_n(&s->total, __ATOMIC_RELAXED);
-	si->allocations = __atomic_load_n(&s->allocations, __ATOMIC_RELAXED);
-	si->frees = __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
-	si->freed_bytes = __atomic_load_n(&s->freed_bytes, __ATOMIC_RELAXED);
-	si->age_total = __atomic_load_n(&s->age_total, __ATOMIC_RELAXED);
-	si->max_lifespan = __atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED);
+	si->total = c.total;
+	si->allocations = c.allocations;
+	si->frees = c.frees;
+	si->freed_bytes = c.freed_bytes;
+	si->age_total = c.age_total;
+	si->max_lifespan = c.max_lifespan;
 	si->live_bytes = mw_sub0(si->total, si->freed_bytes);
 	si->live_count = mw_sub0(si->allocations, si->frees);
 }

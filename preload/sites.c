@@ -60,6 +60,8 @@ int mw_sites_init(void)
 {
 	if (table)
 		return 0;
+	if (mw_counts_init())
+		return -ENOMEM;
 	table = cds_lfht_new(1024, 1024, 0,
 			     CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	return table ? 0 : -ENOMEM;
@@ -85,7 +87,7 @@ uint64_t mw_sites_memory(void)
 	uint32_t n = mw_sites_count();
 
 	return ((uint64_t)(n + CHUNK - 1) / CHUNK) * CHUNK *
-		       sizeof(struct mw_site) + keys_mapped;
+		       sizeof(struct mw_site) + keys_mapped + mw_counts_memory();
 }
 
 void mw_sites_reset(void)
@@ -95,14 +97,8 @@ void mw_sites_reset(void)
 	for (id = 1; id < n; id++) {
 		struct mw_site *s = mw_site_get(id);
 
-		if (!s)
-			continue;
-		__atomic_store_n(&s->total, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->allocations, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->frees, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->freed_bytes, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->age_total, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->max_lifespan, 0, __ATOMIC_RELAXED);
+		if (s)
+			mw_counts_zero(&s->counts);
 	}
 }
 

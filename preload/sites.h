@@ -13,17 +13,13 @@
 #include <stdint.h>
 #include <urcu/rculfhash.h>
 
+#include "counts.h"
+
 #define MW_SITE_MAX (1u << 20)	/* ids 1 .. MW_SITE_MAX-1 (live.h packs 20 bits) */
 
 struct mw_site {
 	struct cds_lfht_node node;
-	/* Counters: relaxed atomics, updated by hooks on any thread. */
-	uint64_t total;		/* bytes allocated */
-	uint64_t allocations;
-	uint64_t frees;
-	uint64_t freed_bytes;
-	uint64_t age_total;	/* sum of lifespans of freed blocks */
-	uint64_t max_lifespan;
+	struct mw_site_counts counts;
 	/* Key: immutable once published. */
 	unsigned long hash;
 	uintptr_t addr;		/* caller address when key == NULL */
@@ -71,8 +67,8 @@ void mw_sites_reset(void);
 /* Allocations whose site could not be recorded. */
 extern uint64_t mw_sites_dropped;
 
-/* Bytes of memory the site table holds (records, keys, hash buckets
- * excluded). */
+/* Bytes of memory the site table holds (records, keys and hot sites'
+ * stripes; hash buckets excluded). */
 uint64_t mw_sites_memory(void);
 
 #endif

@@ -40,7 +40,7 @@ uint64_t mw_track_now(void)
 void mw_track_account_free(const struct mw_live_entry *e)
 {
 	struct mw_site *s;
-	uint64_t now, birth, age, weighted_age, max;
+	uint64_t now, birth, age;
 
 	s = mw_site_get(mw_live_site(e));
 	if (!s)
@@ -52,29 +52,14 @@ void mw_track_account_free(const struct mw_live_entry *e)
 	age = (now - birth) & MW_BIRTH_MASK;	/* births are kept mod 2^24 */
 	if (mw_age_unit == MW_AGE_NS)
 		age <<= MW_NS_SHIFT;
-	weighted_age = age;
 	if (mw_sample_bytes) {
 		uint64_t w = mw_sample_weight(mw_live_size(e));
 
-		__atomic_add_fetch(&s->frees, (w + 512) / 1024,
-				   __ATOMIC_RELAXED);
-		__atomic_add_fetch(&s->freed_bytes,
-				   mw_live_size(e) * w / 1024, __ATOMIC_RELAXED);
-		weighted_age = age * w / 1024;	/* age_total / frees holds */
+		/* age_total / frees holds */
+		mw_counts_free(&s->counts, mw_live_size(e) * w / 1024,
+			       (w + 512) / 1024, age * w / 1024, age);
 	} else {
-		__atomic_add_fetch(&s->frees, 1, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&s->freed_bytes, mw_live_size(e),
-				   __ATOMIC_RELAXED);
-	}
-	if (age) {
-		__atomic_add_fetch(&s->age_total, weighted_age,
-				   __ATOMIC_RELAXED);
-		max = __atomic_load_n(&s->max_lifespan, __ATOMIC_RELAXED);
-		while (age > max &&
-		       !__atomic_compare_exchange_n(&s->max_lifespan, &max, age,
-						    1, __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED))
-			;
+		mw_counts_free(&s->counts, mw_live_size(e), 1, age, age);
 	}
 }
 
@@ -98,14 +83,10 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 	if (mw_sample_bytes) {
 		uint64_t w = mw_sample_weight(size);
 
-		__atomic_add_fetch(&s->total, size * w / 1024,
-				   __ATOMIC_RELAXED);
-		__atomic_add_fetch(&s->allocations, (w + 512) / 1024,
-				   __ATOMIC_RELAXED);
+		mw_counts_alloc(&s->counts, size * w / 1024, (w + 512) / 1024);
 		mw_sample_mark((uintptr_t)p, 1);
 	} else {
-		__atomic_add_fetch(&s->total, size, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&s->allocations, 1, __ATOMIC_RELAXED);
+		mw_counts_alloc(&s->counts, size, 1);
 	}
 
 	mw_live_make(&e, (uintptr_t)p, s->id, size, mw_track_now());

@@ -16,6 +16,7 @@ struct mw_tls {
 	int quiet;	/* >0: Mwrap.quiet; allocations are not recorded */
 	int64_t sample_left;	/* bytes until the next sample (sample.h) */
 	uint64_t rng;		/* sampling random state */
+	unsigned stripe;	/* counts.h: 1 + this thread's stripe, 0 unset */
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
 

@@ -109,6 +109,26 @@ def test_c_program_sites_are_symbolised(tmp):
     assert site["frees"] == 501 and site["live_bytes"] == 4096 * 499
 
 
+@pytest.mark.parametrize("threads", [1, 4, 12])
+def test_one_hot_site_in_many_threads_counts_exactly(tmp, threads):
+    """Past 4096 allocations a site's counters are split into stripes,
+    one per thread (threads beyond 8 share): the dump sums them."""
+    path = tmp / "hot.json"
+    count = 60_000
+    p = run([MWRAP, os.path.join(TARGETS, "hotsite"), str(threads), str(count)],
+            env={"MWRAP": f"dump_path:{path},dump_format:json"}, timeout=60)
+    assert p.returncode == 0 and p.stdout == f"hotsite {threads} x {count}\n"
+    _, sites = parse_json_dump(path.read_text())
+    mine = [s for loc, s in sites.items() if "(hot_alloc+0x" in loc]
+    assert len(mine) == 1, list(sites)
+    site, n = mine[0], threads * count
+    assert site["allocations"] == n and site["total_bytes"] == n * 100
+    assert site["frees"] == n - n // 10
+    assert site["live_count"] == n // 10 and site["live_bytes"] == n // 10 * 100
+    # ages are in ~1 ms units here: most are 0; the largest bounds the mean
+    assert site["max_lifespan"] * site["frees"] >= site["age_total"]
+
+
 def test_application_sigusr1_handler_still_fires(tmp):
     script = tmp / "usr1.rb"
     script.write_text("""\
