@@ -13,6 +13,16 @@ static int (*has_gvl)(void);
 static const char *(*source_location)(int *line);
 static void **vm_ptr;			/* &ruby_current_vm_ptr */
 static size_t (*gc_count)(void);
+static uintptr_t *(*ruby_level_cfp)(void *ec, void *cfp);
+static uintptr_t (*iseq_path)(uintptr_t iseq);
+static char *(*string_ptr)(volatile uintptr_t *str);
+
+/* Ruby 3.1's frame layout, read only on that version, and only while
+ * every miss finds the frame Ruby reports (mw_ruby_pos_location). */
+static int frames_known;
+#define EC_CFP 2	/* rb_execution_context_t: vm_stack, vm_stack_size, cfp */
+#define CFP_PC 0	/* rb_control_frame_t: pc, sp, iseq, ... */
+#define CFP_ISEQ 2
 
 /* ruby_current_ec is a TLS variable: its address differs per thread, so
  * it is reached like compiled code would, through __tls_get_addr. */
@@ -49,6 +59,18 @@ static int find_ec_index(void *any_ruby_symbol)
 	return ok;
 }
 
+static void find_frames(void)
+{
+	const int *api = dlsym(RTLD_DEFAULT, "ruby_api_version");
+
+	*(void **)&ruby_level_cfp = dlsym(RTLD_DEFAULT,
+					  "rb_vm_get_ruby_level_next_cfp");
+	*(void **)&iseq_path = dlsym(RTLD_DEFAULT, "rb_iseq_path");
+	*(void **)&string_ptr = dlsym(RTLD_DEFAULT, "rb_string_value_ptr");
+	frames_known = api && api[0] == 3 && api[1] == 1 && ruby_level_cfp &&
+		       iseq_path && string_ptr;
+}
+
 int mw_ruby_init(void)
 {
 	if (mw_ruby_present)
@@ -62,14 +84,14 @@ int mw_ruby_init(void)
 		return 0;
 	if (!find_ec_index((void *)has_gvl))
 		return 0;
+	find_frames();
 	__atomic_store_n(&mw_ruby_present, 1, __ATOMIC_RELEASE);
 	return 1;
 }
 
-int mw_ruby_location(const char **path, int *line)
+int mw_ruby_pos(struct mw_ruby_pos *pos)
 {
 	void **ec;
-	const char *p;
 
 	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
 		return 0;
@@ -81,10 +103,38 @@ int mw_ruby_location(const char **path, int *line)
 	ec = __tls_get_addr(&ec_index);
 	if (!*ec)
 		return 0;
-	p = source_location(line);
+	mw_ruby_generation = gc_count();
+	pos->gen = (uint32_t)mw_ruby_generation;
+	pos->pc = pos->iseq = 0;
+	if (__atomic_load_n(&frames_known, __ATOMIC_RELAXED)) {
+		void **e = *ec;
+		uintptr_t *cfp = ruby_level_cfp(e, e[EC_CFP]);
+
+		if (!cfp)
+			return 0;	/* no Ruby code on this thread yet */
+		pos->pc = cfp[CFP_PC];
+		pos->iseq = cfp[CFP_ISEQ];
+	}
+	return 1;
+}
+
+int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
+			 int *line)
+{
+	const char *p = source_location(line);
+
+	if (pos->pc) {
+		/* Ruby found its location through the same frame: the path
+		 * is that iseq's own string */
+		volatile uintptr_t str = pos->iseq ? iseq_path(pos->iseq) : 0;
+
+		if (!p || !str || string_ptr(&str) != p) {
+			__atomic_store_n(&frames_known, 0, __ATOMIC_RELAXED);
+			pos->pc = 0;
+		}
+	}
 	if (!p)
 		return 0;
-	mw_ruby_generation = gc_count();
 	*path = p;
 	return 1;
 }

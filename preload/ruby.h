@@ -19,12 +19,31 @@ extern int mw_ruby_present;
 /* The GC generation last seen under the GVL (rb_gc_count()). */
 extern uint64_t mw_ruby_generation;
 
-/* Current Ruby source location.  Returns 1 and sets *path (owned by Ruby,
- * valid until the next GC compaction: copy it) and *line when the calling
- * thread holds the GVL, has an execution context and runs Ruby code;
+/* Where the calling thread's Ruby code is: the innermost Ruby frame's
+ * program counter and instruction sequence, and the GC generation.
+ * Only a GC frees or moves an iseq (and one executing is not freed by
+ * the GC that follows), so within a generation (pc, iseq) names one
+ * source line: a cache keyed on it need not compute the line again.
+ * pc is 0 where this Ruby's frames are not known to us (then only
+ * mw_ruby_pos_location answers). */
+struct mw_ruby_pos {
+	uintptr_t pc, iseq;
+	uint32_t gen;
+};
+
+/* Returns 1 and fills @pos when the calling thread holds the GVL, has
+ * an execution context and (where frames are known) runs Ruby code;
  * returns 0 otherwise.  Also refreshes mw_ruby_generation.
  * Context: hook-safe; never allocates. */
-int mw_ruby_location(const char **path, int *line);
+int mw_ruby_pos(struct mw_ruby_pos *pos);
+
+/* The source location at @pos, just taken on this thread: sets *path
+ * (owned by Ruby, valid until the next GC compaction: copy it) and
+ * *line, returns 1; 0 if there is none.  Checks that the frame we read
+ * is the one Ruby reports and, if not, clears pos->pc and stops reading
+ * frames for good.  Context: hook-safe; never allocates. */
+int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
+			 int *line);
 
 /* 1 if the calling thread has a Ruby execution context (and holds the
  * GVL when @need_gvl): it may then register a postponed job.

@@ -44,6 +44,19 @@ struct loc_cache_entry {
 };
 static struct loc_cache_entry loc_cache[1u << LOC_CACHE_BITS];
 
+/* Ruby positions seen in this GC generation: (pc, iseq) -> site id (see
+ * ruby.h), in front of the location cache: a hit needs neither the line
+ * (Ruby computes it by a search over the iseq's line table) nor the
+ * path.  Written and read by threads holding the GVL; Ractors each have
+ * their own, so an entry can be torn: @check, a hash of the rest, makes
+ * a torn entry a miss. */
+#define POS_CACHE_BITS 13
+struct pos_cache_entry {
+	uintptr_t pc, iseq;
+	uint32_t gen, id, check;
+};
+static struct pos_cache_entry pos_cache[1u << POS_CACHE_BITS];
+
 /* Native callers seen recently: caller address -> site id, for threads
  * without the GVL (no Ruby location), which would otherwise enter an RCU
  * read section and walk the hash table on every allocation.  Any thread
@@ -274,6 +287,48 @@ static inline uint32_t loc_slot(const char *path, int line)
 		     0x9e3779b97f4a7c15ull;
 
 	return (uint32_t)(h >> (64 - LOC_CACHE_BITS));
+}
+
+static struct pos_cache_entry *pos_slot(const struct mw_ruby_pos *pos)
+{
+	uint64_t h = (uint64_t)(pos->pc >> 3) * 0x9e3779b97f4a7c15ull;
+
+	return &pos_cache[h >> (64 - POS_CACHE_BITS)];
+}
+
+static uint32_t pos_check(uintptr_t pc, uintptr_t iseq, uint32_t gen,
+			  uint32_t id)
+{
+	uint64_t h = (pc ^ (iseq << 1) ^ ((uint64_t)gen << 32 | id)) *
+		     0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32);
+}
+
+struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos)
+{
+	const struct pos_cache_entry *c = pos_slot(pos);
+	uint32_t id = c->id;
+
+	if (pos->pc && c->pc == pos->pc && c->iseq == pos->iseq &&
+	    c->gen == pos->gen &&
+	    c->check == pos_check(pos->pc, pos->iseq, pos->gen, id))
+		return mw_site_get(id);
+	return NULL;
+}
+
+void mw_site_remember_pos(const struct mw_ruby_pos *pos,
+			  const struct mw_site *s)
+{
+	struct pos_cache_entry *c = pos_slot(pos);
+
+	if (!pos->pc || !s)
+		return;
+	c->pc = pos->pc;
+	c->iseq = pos->iseq;
+	c->gen = pos->gen;
+	c->id = s->id;
+	c->check = pos_check(pos->pc, pos->iseq, pos->gen, s->id);
 }
 
 struct mw_site *mw_site_for_location(const char *path, int line)

@@ -14,6 +14,7 @@
 #include <urcu/rculfhash.h>
 
 #include "counts.h"
+#include "ruby.h"
 
 #define MW_SITE_MAX (1u << 20)	/* ids 1 .. MW_SITE_MAX-1 (live.h packs 20 bits) */
 
@@ -48,6 +49,13 @@ int mw_sites_init(void);
  * raised (creation may allocate via liburcu's real allocator). */
 struct mw_site *mw_site_for_location(const char *path, int line);
 struct mw_site *mw_site_for_addr(uintptr_t addr);
+
+/* The site last remembered for this Ruby position, or NULL; and the
+ * remembering (nothing when pos->pc is 0).  Context: hook-safe, on a
+ * thread holding the GVL. */
+struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos);
+void mw_site_remember_pos(const struct mw_ruby_pos *pos,
+			  const struct mw_site *s);
 
 /* Finds an existing site without creating one; NULL if absent.
  * Context: not a hook. */

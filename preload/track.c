@@ -63,21 +63,37 @@ void mw_track_account_free(const struct mw_live_entry *e)
 	}
 }
 
+/* The site of an allocation: its Ruby line when the thread runs Ruby
+ * code, else its caller; NULL when the table cannot take a new one. */
+static struct mw_site *site_of(uintptr_t caller)
+{
+	struct mw_ruby_pos pos;
+	struct mw_site *s;
+	const char *path;
+	int line;
+
+	if (!mw_ruby_pos(&pos))
+		return mw_site_for_addr(caller);
+	s = mw_site_for_pos(&pos);
+	if (s)
+		return s;
+	if (!mw_ruby_pos_location(&pos, &path, &line))
+		return mw_site_for_addr(caller);
+	s = mw_site_for_location(path, line);
+	mw_site_remember_pos(&pos, s);
+	return s;
+}
+
 void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 {
 	struct mw_live_entry e, stale;
 	struct mw_site *s;
-	const char *path;
-	int line;
 
 	if (mw_tls.quiet)
 		return;
 	/* the slot is rarely in cache: fetch it while we find the site */
 	mw_live_prefetch((uintptr_t)p);
-	if (mw_ruby_location(&path, &line))
-		s = mw_site_for_location(path, line);
-	else
-		s = mw_site_for_addr(caller);
+	s = site_of(caller);
 	if (!s)
 		return;
 	if (mw_sample_bytes) {

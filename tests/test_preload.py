@@ -166,6 +166,29 @@ puts keep.size
     assert site["total_bytes"] >= 800 * 50_001
 
 
+def test_lines_stay_exact_as_code_is_compiled_and_collected(tmp):
+    """Sites are cached by (pc, iseq) within a GC generation: the same
+    code compiled again and again at other lines (each iseq freed by the
+    next GC, its memory reused by the next one) lands on its own lines."""
+    script = tmp / "evals.rb"
+    script.write_text("""\
+300.times do |i|
+  eval("'a' * 6000", nil, "gen.rb", 1 + i % 5)
+  GC.start
+end
+""")
+    path = tmp / "e.json"
+    p = ruby_preloaded([str(script)], f"dump_path:{path},dump_format:json")
+    assert p.returncode == 0, p.stderr
+    _, sites = parse_json_dump(path.read_text())
+    for line in range(1, 6):
+        site = sites[f"gen.rb:{line}"]
+        big = site["total_bytes"] // 6001
+        assert big == 60, (line, site)
+    assert not any(k.startswith("gen.rb:") and k not in
+                   {f"gen.rb:{n}" for n in range(1, 6)} for k in sites)
+
+
 @pytest.mark.parametrize("bad", [
     "dump_fd:x", "dump_min:-1", "bogus:1", "dump_path", "dump_heap:99",
     "dump_format:xml", "dump_fd:1,zz:2",
