@@ -423,7 +423,7 @@ static void *helper_main(void *arg)
 	for (;;) {
 		struct pollfd p[2] = { { efd, POLLIN, 0 }, { ino_fd, POLLIN, 0 } };
 
-		poll(p, ino_fd >= 0 ? 2 : 1, 1000);
+		poll(p, ino_fd >= 0 ? 2 : 1, 200);
 		if (__atomic_load_n(&stop_requested, __ATOMIC_ACQUIRE))
 			break;
 		if (p[0].revents & POLLIN) {
@@ -434,6 +434,7 @@ static void *helper_main(void *arg)
 		if (read_commands())
 			break;
 		mw_urg_check();
+		mw_sites_grow_table();
 	}
 	undo_attach();
 	__atomic_store_n(&attached, 0, __ATOMIC_RELEASE);

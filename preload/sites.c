@@ -80,6 +80,18 @@ int mw_sites_init(void)
 	return table ? 0 : -ENOMEM;
 }
 
+void mw_sites_grow_table(void)
+{
+	static unsigned long buckets = 1024;	/* as created */
+	uint32_t n = mw_sites_count();
+
+	if (!table || n <= buckets)
+		return;
+	while (buckets < n)
+		buckets *= 2;
+	cds_lfht_resize(table, buckets);
+}
+
 uint32_t mw_sites_count(void)
 {
 	return __atomic_load_n(&next_id, __ATOMIC_ACQUIRE);

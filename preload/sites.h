@@ -63,6 +63,14 @@ struct mw_site *mw_site_find_location(const char *path, size_t pathlen,
 				      int line);
 struct mw_site *mw_site_find_addr(uintptr_t addr);
 
+/* Grows the hash table to a bucket per site.  liburcu grows it from a
+ * worker thread of its own, and in attached processes that was seen
+ * stuck (2048 buckets for 100k sites, a resize to 65536 pending, the
+ * worker idle): lookups then walked chains of ~50 sites.
+ * Context: not a hook, outside RCU read sections; may block while
+ * readers finish (synchronize_rcu). */
+void mw_sites_grow_table(void);
+
 /* Number of ids handed out so far (ids 1 .. n-1 exist). */
 uint32_t mw_sites_count(void);
 
