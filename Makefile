@@ -13,7 +13,8 @@ LIB_SRCS = preload/fmt.c preload/options.c preload/real.c preload/ruby.c \
 	preload/sites.c preload/live.c preload/track.c preload/hooks.c \
 	preload/dump.c preload/mwrap.c preload/got.c preload/control.c \
 	preload/urg.c preload/safefile.c preload/attach.c preload/sample.c preload/trampoline.c \
-	preload/heap.c preload/objects.c preload/scan.c preload/counts.c
+	preload/heap.c preload/objects.c preload/scan.c preload/counts.c \
+	preload/fork.c
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
 LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-builtin -D_LGPL_SOURCE -MMD
@@ -26,7 +27,7 @@ LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 URCU_LIBS = -lurcu-cds -lurcu-bp
 
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
-	build/targets/hotsite \
+	build/targets/hotsite build/targets/forker \
 	build/targets/blocker build/targets/tracer
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \

@@ -10,6 +10,7 @@
 #include "control.h"
 #include "dump.h"
 #include "fmt.h"
+#include "fork.h"
 #include "got.h"
 #include "heap.h"
 #include "live.h"
@@ -399,8 +400,7 @@ static void *helper_main(void *arg)
 		goto fail;
 	}
 	if (!atfork_registered) {
-		pthread_atfork(mw_got_atfork_prepare, mw_got_atfork_parent,
-			       after_fork_child);
+		mw_fork_init(after_fork_child);
 		atexit(at_target_exit);	/* we are never unloaded */
 		atfork_registered = 1;
 	}

@@ -135,6 +135,16 @@ void mw_heap_stat(struct mw_heap_stat *st)
 	mw_spin_unlock(&stat_lock);
 }
 
+void mw_heap_fork_lock(void)
+{
+	mw_spin_lock(&stat_lock);
+}
+
+void mw_heap_fork_unlock(void)
+{
+	mw_spin_unlock(&stat_lock);
+}
+
 void mw_heap_reset(void)
 {
 	mw_spin_lock(&stat_lock);

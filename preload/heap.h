@@ -38,4 +38,9 @@ struct mw_heap_stat {
 void mw_heap_stat(struct mw_heap_stat *st);
 void mw_heap_reset(void);
 
+/* The statistics' lock, held across fork (see fork.h).
+ * Context: atfork handlers. */
+void mw_heap_fork_lock(void);
+void mw_heap_fork_unlock(void);
+
 #endif

@@ -255,6 +255,22 @@ void mw_live_clear(uint32_t keep)
 	}
 }
 
+void mw_live_fork_lock(void)
+{
+	unsigned s;
+
+	for (s = 0; s < NSHARDS; s++)
+		mw_spin_lock(&shards[s].lock);
+}
+
+void mw_live_fork_unlock(void)
+{
+	unsigned s;
+
+	for (s = 0; s < NSHARDS; s++)
+		mw_spin_unlock(&shards[s].lock);
+}
+
 uint64_t mw_live_count(void)
 {
 	uint64_t n = 0;

@@ -86,6 +86,11 @@ void mw_live_each(uint32_t site,
  * Context: not a hook. */
 void mw_live_clear(uint32_t keep);
 
+/* Every shard's lock, taken before fork and released after it, in the
+ * parent and in the child (see fork.h).  Context: atfork handlers. */
+void mw_live_fork_lock(void);
+void mw_live_fork_unlock(void);
+
 /* Entries held now, and bytes of memory mapped for the table. */
 uint64_t mw_live_count(void);
 uint64_t mw_live_memory(void);

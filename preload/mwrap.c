@@ -5,6 +5,7 @@
 #include "mwrap.h"
 #include "dump.h"
 #include "fmt.h"
+#include "fork.h"
 #include "got.h"
 #include "heap.h"
 #include "live.h"
@@ -152,6 +153,7 @@ __attribute__((constructor)) static void mw_preload_init(void)
 		goto out;
 	}
 	mw_ruby_init();
+	mw_fork_init(NULL);
 	if (mw_options_want_dump(&preload_opts))
 		atexit(exit_dump);
 	mw_sample_bytes = preload_opts.sample;

@@ -26,6 +26,9 @@ static uint64_t keys_mapped;
 
 /* Serialises site creation (rare: once per new site). */
 static int create_lock;
+/* Held by whoever resizes the hash table itself (the helper), so that a
+ * fork never copies liburcu's resize mutex held. */
+static int grow_lock;
 
 static struct cds_lfht *table;
 uint64_t mw_sites_dropped;
@@ -89,7 +92,32 @@ void mw_sites_grow_table(void)
 		return;
 	while (buckets < n)
 		buckets *= 2;
+	mw_spin_lock(&grow_lock);
 	cds_lfht_resize(table, buckets);
+	mw_spin_unlock(&grow_lock);
+}
+
+void mw_sites_fork_lock(void)
+{
+	mw_spin_lock(&grow_lock);
+	/* pauses liburcu's resize worker between two work items: it may
+	 * allocate, and so need our locks, while it resizes */
+	urcu_bp_call_rcu_before_fork();
+	urcu_bp_before_fork();		/* its grace-period and registry locks */
+	mw_spin_lock(&create_lock);
+}
+
+void mw_sites_fork_unlock(int child)
+{
+	mw_spin_unlock(&create_lock);
+	if (child) {
+		urcu_bp_after_fork_child();	/* forgets the other threads */
+		urcu_bp_call_rcu_after_fork_child();	/* a new worker */
+	} else {
+		urcu_bp_after_fork_parent();
+		urcu_bp_call_rcu_after_fork_parent();
+	}
+	mw_spin_unlock(&grow_lock);
 }
 
 uint32_t mw_sites_count(void)

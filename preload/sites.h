@@ -71,6 +71,12 @@ struct mw_site *mw_site_find_addr(uintptr_t addr);
  * readers finish (synchronize_rcu). */
 void mw_sites_grow_table(void);
 
+/* Around fork (see fork.h): takes liburcu's locks and ours, in that
+ * order, and releases them in the parent or the child (@child set).
+ * Context: pthread_atfork handlers only. */
+void mw_sites_fork_lock(void);
+void mw_sites_fork_unlock(int child);
+
 /* Number of ids handed out so far (ids 1 .. n-1 exist). */
 uint32_t mw_sites_count(void);
 

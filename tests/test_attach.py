@@ -179,6 +179,21 @@ def test_malloc_storm_attached_repeatedly(spawn, threads):
     os.kill(t.pid, signal.SIGKILL)
 
 
+def test_fork_while_attached_and_threads_allocate(spawn):
+    """The fork handlers hold our locks and liburcu's across fork: the
+    parent keeps tracing, every child detaches itself and exits."""
+    t = spawn([os.path.join(TARGETS, "forker"), "60", "wait"])
+    t.expect("ready")
+    keep_attached(t.pid)
+    t.send("go")
+    assert t.expect("forked", timeout=120) == "forked 60"
+    p = attach(["-p", str(t.pid), "--stats"])
+    assert p.returncode == 0 and "allocations=" in p.stdout
+    detach(t.pid)
+    rc, _, err = t.finish()
+    assert rc == 0, err
+
+
 def test_native_sites_in_a_c_target(spawn):
     t = spawn([os.path.join(TARGETS, "storm"), "2", "60"])
     t.expect("ready")

@@ -129,6 +129,14 @@ def test_one_hot_site_in_many_threads_counts_exactly(tmp, threads):
     assert site["max_lifespan"] * site["frees"] >= site["age_total"]
 
 
+def test_children_forked_while_threads_allocate_do_not_hang():
+    """fork() copies only the calling thread: a lock of ours another thread
+    held at that instant would stay held in the child for ever (84 of 200
+    children hung before the fork handlers took them all)."""
+    p = run([MWRAP, os.path.join(TARGETS, "forker"), "100"], timeout=120)
+    assert p.returncode == 0 and p.stdout == "forked 100\n", p.stdout + p.stderr
+
+
 def test_application_sigusr1_handler_still_fires(tmp):
     script = tmp / "usr1.rb"
     script.write_text("""\
