@@ -1,11 +1,22 @@
 # Shared protocol of the bench workloads: print "ready", wait for "go"
 # on stdin when BENCH_WAIT=1 (so the driver can attach first), run the
 # work, print one "result" line with wall and CPU seconds and peak RSS,
+# plus any phases timed with Bench.phase,
 # then (BENCH_WAIT=1) wait for stdin to close, so the driver can still
 # dump what a tracer saw.
 $stdout.sync = true
 
 module Bench
+  @phases = {}
+
+  # Times one phase of the work; its wall seconds join the result line as
+  # NAME=SECONDS.
+  def self.phase(name)
+    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    yield
+    @phases[name] = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+  end
+
   def self.run
     puts "ready #{Process.pid}"
     $stdin.gets if ENV["BENCH_WAIT"] == "1"
@@ -15,7 +26,8 @@ module Bench
     wall = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
     cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - c0
     hwm = File.read("/proc/self/status")[/VmHWM:\s+(\d+)/, 1].to_i * 1024
-    puts format("result wall=%.6f cpu=%.6f rss_peak=%d", wall, cpu, hwm)
+    extra = @phases.map { |k, v| format(" %s=%.6f", k, v) }.join
+    puts format("result wall=%.6f cpu=%.6f rss_peak=%d%s", wall, cpu, hwm, extra)
     $stdin.read if ENV["BENCH_WAIT"] == "1"
   end
 
