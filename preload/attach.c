@@ -364,14 +364,12 @@ static void at_target_exit(void)
 
 static void after_fork_child(void)
 {
-	if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE)) {
-		mw_got_atfork_parent();
+	if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE))
 		return;
-	}
 	/* The child has no helper: it detaches itself, and never writes to
 	 * the parent's files. */
 	mw_track_disable();
-	mw_got_atfork_child_restore();
+	mw_got_restore_after_fork();
 	mw_urg_restore();
 	close_files();
 	attached = 0;

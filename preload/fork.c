@@ -17,12 +17,12 @@ static void prepare(void)
 	mw_sites_fork_lock();
 	mw_heap_fork_lock();
 	mw_live_fork_lock();
-	mw_got_atfork_prepare();
+	mw_got_fork_lock();
 }
 
 static void parent(void)
 {
-	mw_got_atfork_parent();
+	mw_got_fork_unlock();
 	mw_live_fork_unlock();
 	mw_heap_fork_unlock();
 	mw_sites_fork_unlock(0);
@@ -32,13 +32,12 @@ static void child(void)
 {
 	void (*then)(void) = __atomic_load_n(&child_then, __ATOMIC_ACQUIRE);
 
+	mw_got_fork_unlock();
 	mw_live_fork_unlock();
 	mw_heap_fork_unlock();
 	mw_sites_fork_unlock(1);
 	if (then)
 		then();
-	else
-		mw_got_atfork_parent();
 }
 
 void mw_fork_init(void (*then)(void))

@@ -12,9 +12,9 @@
 #define MW_FORK_H
 
 /* Registers the fork handlers (once; later calls only set @child_then).
- * @child_then, if not NULL, runs last in the child and must release the
- * GOT patcher's lock (mw_got_atfork_parent or _child_restore); when NULL
- * the child simply releases it and keeps tracing.
+ * @child_then, if not NULL, runs last in the child, every lock free
+ * (attach mode: the child detaches itself); else the child keeps
+ * tracing.
  * Context: not a hook; after mw_sites_init. */
 void mw_fork_init(void (*child_then)(void));
 

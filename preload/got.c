@@ -344,24 +344,22 @@ int mw_got_restore_all(void)
 	return n;
 }
 
-void mw_got_atfork_prepare(void)
+void mw_got_fork_lock(void)
 {
 	mw_spin_lock(&got_lock);
 }
 
-void mw_got_atfork_parent(void)
+void mw_got_fork_unlock(void)
 {
 	mw_spin_unlock(&got_lock);
 }
 
-void mw_got_atfork_child_restore(void)
+void mw_got_restore_after_fork(void)
 {
 	int i;
 
-	/* single-threaded now, and no dlclose can have happened since
-	 * prepare: every recorded object is still mapped */
+	/* single-threaded now: every recorded object is still mapped */
 	for (i = 0; i < nslots; i++)
 		restore_slot(&slots[i]);
 	__atomic_store_n(&nslots, 0, __ATOMIC_RELAXED);
-	mw_spin_unlock(&got_lock);
 }

@@ -28,10 +28,14 @@ int mw_got_restore_all(void);
 int mw_got_patched(void);
 extern int mw_got_skipped;
 
-/* After fork, in the child: restore every slot without taking locks (the
- * child is single-threaded; the prepare handler held the GOT lock). */
-void mw_got_atfork_prepare(void);
-void mw_got_atfork_parent(void);
-void mw_got_atfork_child_restore(void);
+/* The patcher's lock, held across fork (see fork.h).
+ * Context: atfork handlers. */
+void mw_got_fork_lock(void);
+void mw_got_fork_unlock(void);
+
+/* In a forked child: restores every slot without walking the loader's
+ * list (no dlclose can have happened since the fork's prepare step).
+ * Context: the child's atfork handler, after mw_got_fork_unlock. */
+void mw_got_restore_after_fork(void);
 
 #endif
