@@ -21,8 +21,8 @@ def test_bench_smoke_prints_every_figure():
     assert re.search(r"service throughput: before \d+ req/s, attached \d+ req/s", out)
     # at smoke scale a handful of samples stand for the leak: its rank is
     # chance there, so only the figure's presence is checked
-    assert re.search(r"^ +\d+ sites +-?\d+ ns/alloc +dump +[\d.]+ ms +\d+ live blocks +[\d.]+ MiB own "
-                     r"memory +\d+ bytes/live block$", out, re.M), out
+    assert re.search(r"^ +\d+ sites +-?\d+ ns/alloc +-?\d+ ns/new site +dump +[\d.]+ ms +\d+ live blocks "
+                     r"+[\d.]+ MiB own memory +\d+ bytes/live block$", out, re.M), out
     lives = re.findall(r"^ +(\d+) live blocks +-?\d+ ns/call +[\d.]+ MiB own memory +\d+ bytes/live block$",
                        out, re.M)
     assert len(lives) == 2 and int(lives[1]) >= 20_000, out
