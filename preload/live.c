@@ -131,6 +131,37 @@ int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
 	return ret;
 }
 
+int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
+{
+	struct mw_live_entry e, stale;
+	struct shard *sh = shard_of(ptr);
+	uint32_t i;
+
+	mw_spin_lock(&sh->lock);
+	for (i = home(mix(ptr), sh->mask); sh->mask && sh->slots[i].key;
+	     i = (i + 1) & sh->mask) {
+		if (mw_live_ptr(&sh->slots[i]) == ptr) {
+			sh->slots[i].size_birth |= MW_LIVE_WATCHED;
+			mw_spin_unlock(&sh->lock);
+			return 0;
+		}
+	}
+	mw_spin_unlock(&sh->lock);
+	/* Not known: a marker.  The block is live, so no allocation can
+	 * add an entry for it meanwhile; another watcher can (a Ractor),
+	 * whose marker is then the same as ours. */
+	mw_live_make(&e, ptr, marker_site, 0, 0);
+	e.size_birth |= MW_LIVE_WATCHED;
+	switch (mw_live_insert(&e, &stale)) {
+	case 0:
+		return 1;
+	case 1:
+		return 0;
+	default:
+		return -ENOMEM;
+	}
+}
+
 static int remove_entry(uintptr_t ptr, struct mw_live_entry *out,
 			int count_unknown)
 {

@@ -13,7 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MW_LIVE_SIZE_MAX ((UINT64_C(1) << 40) - 1)
+#define MW_LIVE_SIZE_MAX ((UINT64_C(1) << 39) - 1)
+/* Set on a block whose free must be reported (see mw_live_watch). */
+#define MW_LIVE_WATCHED (UINT64_C(1) << 39)
 #define MW_LIVE_SITE_BITS 20
 #define MW_BIRTH_BITS 24
 #define MW_BIRTH_MASK ((UINT64_C(1) << MW_BIRTH_BITS) - 1)
@@ -22,7 +24,8 @@
  * 2^47 and 16-byte aligned, so ptr >> 4 fits in 44 bits. */
 struct mw_live_entry {
 	uint64_t key;		/* ptr >> 4, site id << 44; 0: empty slot */
-	uint64_t size_birth;	/* size: low 40 bits, birth: high 24 */
+	uint64_t size_birth;	/* size: low 39 bits, watched: bit 39,
+				 * birth: high 24 */
 };
 
 static inline void mw_live_make(struct mw_live_entry *e, uintptr_t ptr,
@@ -41,6 +44,11 @@ static inline uintptr_t mw_live_ptr(const struct mw_live_entry *e)
 static inline uint64_t mw_live_size(const struct mw_live_entry *e)
 {
 	return e->size_birth & MW_LIVE_SIZE_MAX;
+}
+
+static inline int mw_live_watched(const struct mw_live_entry *e)
+{
+	return (e->size_birth & MW_LIVE_WATCHED) != 0;
 }
 
 static inline uint32_t mw_live_site(const struct mw_live_entry *e)
@@ -64,6 +72,12 @@ int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale);
 /* Starts loading the slot @ptr would go to, so that a later insert or
  * remove finds it in cache.  Context: hook-safe; never faults. */
 void mw_live_prefetch(uintptr_t ptr);
+
+/* Watches the block at @ptr: its entry, or a new one of @marker_site
+ * (size 0) when it has none, gets MW_LIVE_WATCHED, which its removal
+ * hands back.  Returns 0 when the block had an entry, 1 when the marker
+ * was made, -ENOMEM when the table cannot grow.  Context: hook-safe. */
+int mw_live_watch(uintptr_t ptr, uint32_t marker_site);
 
 /* Removes @ptr; copies its entry to *@out and returns 1, or returns 0 if
  * the pointer is unknown.  Context: as mw_live_insert. */

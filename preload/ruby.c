@@ -23,6 +23,14 @@ static int frames_known;
 #define EC_CFP 2	/* rb_execution_context_t: vm_stack, vm_stack_size, cfp */
 #define CFP_PC 0	/* rb_control_frame_t: pc, sp, iseq, ... */
 #define CFP_ISEQ 2
+#define ISEQ_BODY 2	/* rb_iseq_t: flags, wrapper, body */
+/* rb_iseq_constant_body: type and iseq_size (32 bits each), then
+ * iseq_encoded, the code buffer iseq_size VALUEs long */
+struct iseq_body_head {
+	int type;
+	unsigned int iseq_size;
+	uintptr_t iseq_encoded;
+};
 
 /* ruby_current_ec is a TLS variable: its address differs per thread, so
  * it is reached like compiled code would, through __tls_get_addr. */
@@ -104,7 +112,6 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 	if (!*ec)
 		return 0;
 	mw_ruby_generation = gc_count();
-	pos->gen = (uint32_t)mw_ruby_generation;
 	pos->pc = pos->iseq = 0;
 	if (__atomic_load_n(&frames_known, __ATOMIC_RELAXED)) {
 		void **e = *ec;
@@ -115,6 +122,25 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 		pos->pc = cfp[CFP_PC];
 		pos->iseq = cfp[CFP_ISEQ];
 	}
+	return 1;
+}
+
+int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code)
+{
+	const struct iseq_body_head *body;
+	uintptr_t start;
+
+	if (!pos->pc || !pos->iseq)
+		return 0;
+	body = ((const struct iseq_body_head **)pos->iseq)[ISEQ_BODY];
+	if (!body)
+		return 0;
+	start = body->iseq_encoded;
+	/* the end too: a pc may point just past the last instruction */
+	if (pos->pc < start ||
+	    pos->pc > start + (uintptr_t)body->iseq_size * sizeof(uintptr_t))
+		return 0;
+	*code = start;
 	return 1;
 }
 

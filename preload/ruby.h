@@ -20,15 +20,13 @@ extern int mw_ruby_present;
 extern uint64_t mw_ruby_generation;
 
 /* Where the calling thread's Ruby code is: the innermost Ruby frame's
- * program counter and instruction sequence, and the GC generation.
- * Only a GC frees or moves an iseq (and one executing is not freed by
- * the GC that follows), so within a generation (pc, iseq) names one
- * source line: a cache keyed on it need not compute the line again.
- * pc is 0 where this Ruby's frames are not known to us (then only
- * mw_ruby_pos_location answers). */
+ * program counter and instruction sequence.  The pc lies in the iseq's
+ * code buffer (mw_ruby_pos_code), so while that buffer is not freed
+ * (pc, iseq) names one source line: a cache keyed on it need not compute
+ * the line again.  pc is 0 where this Ruby's frames are not known to us
+ * (then only mw_ruby_pos_location answers). */
 struct mw_ruby_pos {
 	uintptr_t pc, iseq;
-	uint32_t gen;
 };
 
 /* Returns 1 and fills @pos when the calling thread holds the GVL, has
@@ -36,6 +34,12 @@ struct mw_ruby_pos {
  * returns 0 otherwise.  Also refreshes mw_ruby_generation.
  * Context: hook-safe; never allocates. */
 int mw_ruby_pos(struct mw_ruby_pos *pos);
+
+/* The code buffer (a malloc block of Ruby's) that @pos's pc lies in:
+ * sets *code and returns 1, or returns 0 when pc is 0 or not inside the
+ * buffer the iseq names.  Context: hook-safe, on the thread that just
+ * took @pos, holding the GVL. */
+int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code);
 
 /* The source location at @pos, just taken on this thread: sets *path
  * (owned by Ruby, valid until the next GC compaction: copy it) and

@@ -71,8 +71,10 @@ static void take_block(const struct mw_live_entry *e, void *arg)
 	struct work *w = arg;
 	uint32_t site = mw_live_site(e);
 
-	/* Ruby's heap pages are mmap'd by Ruby, not malloc blocks */
-	if (site == MW_SITE_HEAP_PAGES || w->nblocks == w->cap)
+	/* Ruby's heap pages are mmap'd by Ruby, not malloc blocks, and
+	 * code markers stand for blocks allocated before we tracked */
+	if (site == MW_SITE_HEAP_PAGES || site == MW_SITE_CODE ||
+	    w->nblocks == w->cap)
 		return;
 	w->blocks[w->nblocks].start = mw_live_ptr(e);
 	w->blocks[w->nblocks].size_site = mw_live_size(e) |

@@ -47,18 +47,28 @@ struct loc_cache_entry {
 };
 static struct loc_cache_entry loc_cache[1u << LOC_CACHE_BITS];
 
-/* Ruby positions seen in this GC generation: (pc, iseq) -> site id (see
- * ruby.h), in front of the location cache: a hit needs neither the line
- * (Ruby computes it by a search over the iseq's line table) nor the
- * path.  Written and read by threads holding the GVL; Ractors each have
- * their own, so an entry can be torn: @check, a hash of the rest, makes
- * a torn entry a miss. */
-#define POS_CACHE_BITS 13
+/* Ruby positions seen since Ruby last freed code we watch: (pc, iseq)
+ * -> site id (see ruby.h), in front of the location cache: a hit needs
+ * neither the line (Ruby computes it by a search over the iseq's line
+ * table) nor the path.  Direct-mapped, with twice as many entries as
+ * there are sites (up to 2^20): it is replaced by a bigger one as sites
+ * are added, and the old one is kept, as a reader may still hold it.
+ * Written and read by threads holding the GVL; Ractors each have their
+ * own, so an entry can be torn: @check, a hash of pc, iseq, id and
+ * code_generation, makes a torn or outdated entry a miss. */
+#define POS_CACHE_MIN_BITS 12
+#define POS_CACHE_MAX_BITS 20
 struct pos_cache_entry {
-	uintptr_t pc, iseq;
-	uint32_t gen, id, check;
+	uintptr_t pc;
+	uint32_t id, check;
 };
-static struct pos_cache_entry pos_cache[1u << POS_CACHE_BITS];
+struct pos_cache {
+	unsigned bits;
+	struct pos_cache_entry slot[];
+};
+static struct pos_cache *pos_cache;
+static uint64_t pos_cache_mapped;	/* bytes, every cache made */
+static uint32_t code_generation;
 
 /* Native callers seen recently: caller address -> site id, for threads
  * without the GVL (no Ruby location), which would otherwise enter an RCU
@@ -140,7 +150,8 @@ uint64_t mw_sites_memory(void)
 	uint32_t n = mw_sites_count();
 
 	return ((uint64_t)(n + CHUNK - 1) / CHUNK) * CHUNK *
-		       sizeof(struct mw_site) + keys_mapped + mw_counts_memory();
+		       sizeof(struct mw_site) + keys_mapped + mw_counts_memory() +
+	       __atomic_load_n(&pos_cache_mapped, __ATOMIC_RELAXED);
 }
 
 void mw_sites_reset(void)
@@ -253,7 +264,7 @@ static struct mw_site *site_new_locked(void)
 	uint32_t id = next_id;
 	struct mw_site **chunk = &chunks[id >> CHUNK_SHIFT];
 
-	if (id >= MW_SITE_MAX - 1)	/* the last id is heap.h's */
+	if (id >= MW_SITE_CODE)	/* the last ids are reserved */
 		return NULL;
 	if (!*chunk) {
 		void *m = mmap(NULL, CHUNK * sizeof(struct mw_site),
@@ -329,11 +340,41 @@ static inline uint32_t loc_slot(const char *path, int line)
 	return (uint32_t)(h >> (64 - LOC_CACHE_BITS));
 }
 
-static struct pos_cache_entry *pos_slot(const struct mw_ruby_pos *pos)
+static struct pos_cache_entry *pos_slot(struct pos_cache *cache,
+					 const struct mw_ruby_pos *pos)
 {
 	uint64_t h = (uint64_t)(pos->pc >> 3) * 0x9e3779b97f4a7c15ull;
 
-	return &pos_cache[h >> (64 - POS_CACHE_BITS)];
+	return &cache->slot[h >> (64 - cache->bits)];
+}
+
+/* The cache to remember in: a bigger one once the sites outgrow it;
+ * NULL when none can be mapped. */
+static struct pos_cache *pos_cache_for_sites(void)
+{
+	struct pos_cache *cur = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
+	uint64_t want = 2 * (uint64_t)mw_sites_count();
+	unsigned bits = POS_CACHE_MIN_BITS;
+	struct pos_cache *c;
+	size_t len;
+
+	if (cur && ((1u << cur->bits) >= want || cur->bits == POS_CACHE_MAX_BITS))
+		return cur;
+	while ((1u << bits) < want && bits < POS_CACHE_MAX_BITS)
+		bits++;
+	len = sizeof(*c) + sizeof(c->slot[0]) * ((size_t)1 << bits);
+	c = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return cur;
+	c->bits = bits;
+	if (!__atomic_compare_exchange_n(&pos_cache, &cur, c, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(c, len);		/* another Ractor's came first */
+		return cur;
+	}
+	__atomic_add_fetch(&pos_cache_mapped, len, __ATOMIC_RELAXED);
+	return c;
 }
 
 static uint32_t pos_check(uintptr_t pc, uintptr_t iseq, uint32_t gen,
@@ -347,12 +388,18 @@ static uint32_t pos_check(uintptr_t pc, uintptr_t iseq, uint32_t gen,
 
 struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos)
 {
-	const struct pos_cache_entry *c = pos_slot(pos);
-	uint32_t id = c->id;
+	struct pos_cache *cache = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
+	uint32_t gen = __atomic_load_n(&code_generation, __ATOMIC_ACQUIRE);
+	const struct pos_cache_entry *c;
+	uint32_t id;
 
-	if (pos->pc && c->pc == pos->pc && c->iseq == pos->iseq &&
-	    c->gen == pos->gen &&
-	    c->check == pos_check(pos->pc, pos->iseq, pos->gen, id))
+	if (!cache)
+		return NULL;
+	c = pos_slot(cache, pos);
+	id = c->id;
+
+	if (pos->pc && c->pc == pos->pc &&
+	    c->check == pos_check(pos->pc, pos->iseq, gen, id))
 		return mw_site_get(id);
 	return NULL;
 }
@@ -360,15 +407,24 @@ struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos)
 void mw_site_remember_pos(const struct mw_ruby_pos *pos,
 			  const struct mw_site *s)
 {
-	struct pos_cache_entry *c = pos_slot(pos);
+	uint32_t gen = __atomic_load_n(&code_generation, __ATOMIC_ACQUIRE);
+	struct pos_cache *cache;
+	struct pos_cache_entry *c;
 
 	if (!pos->pc || !s)
 		return;
+	cache = pos_cache_for_sites();
+	if (!cache)
+		return;
+	c = pos_slot(cache, pos);
 	c->pc = pos->pc;
-	c->iseq = pos->iseq;
-	c->gen = pos->gen;
 	c->id = s->id;
-	c->check = pos_check(pos->pc, pos->iseq, pos->gen, s->id);
+	c->check = pos_check(pos->pc, pos->iseq, gen, s->id);
+}
+
+void mw_sites_forget_positions(void)
+{
+	__atomic_add_fetch(&code_generation, 1, __ATOMIC_ACQ_REL);
 }
 
 struct mw_site *mw_site_for_location(const char *path, int line)

@@ -17,6 +17,9 @@
 #include "ruby.h"
 
 #define MW_SITE_MAX (1u << 20)	/* ids 1 .. MW_SITE_MAX-1 (live.h packs 20 bits) */
+/* Not a site: the live table's markers of watched Ruby code buffers
+ * (mw_site_remember_pos); heap.h reserves the id after it. */
+#define MW_SITE_CODE (MW_SITE_MAX - 2)
 
 struct mw_site {
 	struct cds_lfht_node node;
@@ -51,11 +54,18 @@ struct mw_site *mw_site_for_location(const char *path, int line);
 struct mw_site *mw_site_for_addr(uintptr_t addr);
 
 /* The site last remembered for this Ruby position, or NULL; and the
- * remembering (nothing when pos->pc is 0).  Context: hook-safe, on a
- * thread holding the GVL. */
+ * remembering, which the caller may do only once @code, the buffer the
+ * position's pc lies in, is watched: its free must reach
+ * mw_sites_forget_positions.  Context: hook-safe, on a thread holding
+ * the GVL. */
 struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos);
 void mw_site_remember_pos(const struct mw_ruby_pos *pos,
 			  const struct mw_site *s);
+
+/* Forgets every remembered position: Ruby code was freed, or frees went
+ * unseen (not tracking), or the watches are gone (reset).
+ * Context: hook-safe. */
+void mw_sites_forget_positions(void);
 
 /* Finds an existing site without creating one; NULL if absent.
  * Context: not a hook. */

@@ -42,6 +42,15 @@ void mw_track_account_free(const struct mw_live_entry *e)
 	struct mw_site *s;
 	uint64_t now, birth, age;
 
+	if (mw_live_watched(e)) {
+		/* Ruby code whose positions may be remembered is gone */
+		mw_sites_forget_positions();
+		if (mw_live_site(e) == MW_SITE_CODE) {
+			if (mw_sample_bytes)
+				mw_sample_mark(mw_live_ptr(e), -1);
+			return;
+		}
+	}
 	s = mw_site_get(mw_live_site(e));
 	if (!s)
 		return;
@@ -63,6 +72,22 @@ void mw_track_account_free(const struct mw_live_entry *e)
 	}
 }
 
+/* Whether the site found for @pos may be remembered: only when the code
+ * buffer its pc lies in is watched, so that Ruby freeing that code (after
+ * which new code may reuse the addresses) makes us forget it. */
+static int watch_code(const struct mw_ruby_pos *pos)
+{
+	uintptr_t code;
+	int r;
+
+	if (!mw_ruby_pos_code(pos, &code))
+		return 0;
+	r = mw_live_watch(code, MW_SITE_CODE);
+	if (r == 1 && mw_sample_bytes)
+		mw_sample_mark(code, 1);	/* so that its free looks */
+	return r >= 0;
+}
+
 /* The site of an allocation: its Ruby line when the thread runs Ruby
  * code, else its caller; NULL when the table cannot take a new one. */
 static struct mw_site *site_of(uintptr_t caller)
@@ -80,7 +105,8 @@ static struct mw_site *site_of(uintptr_t caller)
 	if (!mw_ruby_pos_location(&pos, &path, &line))
 		return mw_site_for_addr(caller);
 	s = mw_site_for_location(path, line);
-	mw_site_remember_pos(&pos, s);
+	if (s && watch_code(&pos))
+		mw_site_remember_pos(&pos, s);
 	return s;
 }
 
@@ -125,6 +151,7 @@ void mw_track_reset(void)
 	/* blocks born before the reset are forgotten: their frees then
 	 * pass through uncounted, as in a fresh window */
 	mw_live_clear(MW_SITE_HEAP_PAGES);	/* heap pages stay known */
+	mw_sites_forget_positions();		/* their watches are gone */
 	mw_sample_clear();
 	mw_sites_reset();
 	mw_track_since_ns = mw_monotonic_ns();
@@ -132,6 +159,8 @@ void mw_track_reset(void)
 
 void mw_track_enable(void)
 {
+	/* code may have been freed unseen while we were not tracking */
+	mw_sites_forget_positions();
 	mw_age_unit = mw_ruby_present ? MW_AGE_GC : MW_AGE_NS;
 	mw_track_since_ns = mw_monotonic_ns();
 	__atomic_store_n(&mw_enabled, 1, __ATOMIC_RELEASE);

@@ -174,10 +174,13 @@ puts keep.size
     assert site["total_bytes"] >= 800 * 50_001
 
 
-def test_lines_stay_exact_as_code_is_compiled_and_collected(tmp):
-    """Sites are cached by (pc, iseq) within a GC generation: the same
-    code compiled again and again at other lines (each iseq freed by the
-    next GC, its memory reused by the next one) lands on its own lines."""
+@pytest.mark.parametrize("extra", ["", ",sample:64"])
+def test_lines_stay_exact_as_code_is_compiled_and_collected(tmp, extra):
+    """Sites are cached by (pc, iseq) while the code buffer the pc lies in
+    lives: the same code compiled again and again at other lines (each
+    iseq freed by the next GC, its memory reused by the next one) lands
+    on its own lines.  Sampled (every 6,001-byte block is taken, with
+    weight 1), the code buffers' frees must still be looked up."""
     script = tmp / "evals.rb"
     script.write_text("""\
 300.times do |i|
@@ -186,7 +189,7 @@ def test_lines_stay_exact_as_code_is_compiled_and_collected(tmp):
 end
 """)
     path = tmp / "e.json"
-    p = ruby_preloaded([str(script)], f"dump_path:{path},dump_format:json")
+    p = ruby_preloaded([str(script)], f"dump_path:{path},dump_format:json{extra}")
     assert p.returncode == 0, p.stderr
     _, sites = parse_json_dump(path.read_text())
     lines = [f"gen.rb:{n}" for n in range(1, 6)]
