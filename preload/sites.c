@@ -397,7 +397,6 @@ struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos)
 		return NULL;
 	c = pos_slot(cache, pos);
 	id = c->id;
-
 	if (pos->pc && c->pc == pos->pc &&
 	    c->check == pos_check(pos->pc, pos->iseq, gen, id))
 		return mw_site_get(id);

@@ -54,10 +54,10 @@ struct mw_site *mw_site_for_location(const char *path, int line);
 struct mw_site *mw_site_for_addr(uintptr_t addr);
 
 /* The site last remembered for this Ruby position, or NULL; and the
- * remembering, which the caller may do only once @code, the buffer the
- * position's pc lies in, is watched: its free must reach
- * mw_sites_forget_positions.  Context: hook-safe, on a thread holding
- * the GVL. */
+ * remembering, which the caller may do only once the code buffer the
+ * position's pc lies in (mw_ruby_pos_code) is watched: that buffer's
+ * free must reach mw_sites_forget_positions.  Context: hook-safe, on a
+ * thread holding the GVL. */
 struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos);
 void mw_site_remember_pos(const struct mw_ruby_pos *pos,
 			  const struct mw_site *s);
