@@ -100,32 +100,50 @@ void mw_live_prefetch(uintptr_t ptr)
 		__builtin_prefetch(&slots[home(h, mask)], 1);
 }
 
+/* Makes room for one more entry: keeps the load factor at or below 3/4;
+ * if growing fails, a table with an empty slot left just runs fuller.
+ * Returns 0, or -ENOMEM (counted as dropped).  Caller holds the lock. */
+static int reserve_locked(struct shard *sh)
+{
+	if ((sh->count + 1) * 4 > ((uint64_t)sh->mask + 1) * 3 &&
+	    grow_locked(sh) && sh->count + 1 > sh->mask) {
+		__atomic_add_fetch(&mw_live_dropped, 1, __ATOMIC_RELAXED);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The slot holding @ptr, or the empty slot that ends its probe run.
+ * Caller holds the lock of a shard in use (mask != 0). */
+static inline uint32_t probe_locked(const struct shard *sh, uintptr_t ptr)
+{
+	uint32_t i;
+
+	for (i = home(mix(ptr), sh->mask);
+	     sh->slots[i].key && mw_live_ptr(&sh->slots[i]) != ptr;
+	     i = (i + 1) & sh->mask)
+		;
+	return i;
+}
+
 int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
 {
-	uintptr_t ptr = mw_live_ptr(e);
-	uint64_t h = mix(ptr);
-	struct shard *sh = shard_of(ptr);
+	struct shard *sh = shard_of(mw_live_ptr(e));
 	uint32_t i;
 	int ret = 0;
 
 	mw_spin_lock(&sh->lock);
-	/* keep the load factor at or below 3/4; if growing fails, a table
-	 * with an empty slot left just runs fuller */
-	if ((sh->count + 1) * 4 > ((uint64_t)sh->mask + 1) * 3 &&
-	    grow_locked(sh) && sh->count + 1 > sh->mask) {
+	if (reserve_locked(sh)) {
 		mw_spin_unlock(&sh->lock);
-		__atomic_add_fetch(&mw_live_dropped, 1, __ATOMIC_RELAXED);
 		return -ENOMEM;
 	}
-	for (i = home(h, sh->mask); sh->slots[i].key; i = (i + 1) & sh->mask) {
-		if (mw_live_ptr(&sh->slots[i]) == ptr) {
-			*stale = sh->slots[i];
-			ret = 1;
-			break;
-		}
-	}
-	if (!ret)
+	i = probe_locked(sh, mw_live_ptr(e));
+	if (sh->slots[i].key) {
+		*stale = sh->slots[i];
+		ret = 1;
+	} else {
 		sh->count++;
+	}
 	sh->slots[i] = *e;
 	mw_spin_unlock(&sh->lock);
 	return ret;
@@ -133,33 +151,28 @@ int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
 
 int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
 {
-	struct mw_live_entry e, stale;
 	struct shard *sh = shard_of(ptr);
 	uint32_t i;
 
 	mw_spin_lock(&sh->lock);
-	for (i = home(mix(ptr), sh->mask); sh->mask && sh->slots[i].key;
-	     i = (i + 1) & sh->mask) {
-		if (mw_live_ptr(&sh->slots[i]) == ptr) {
+	if (sh->mask) {
+		i = probe_locked(sh, ptr);
+		if (sh->slots[i].key) {
 			sh->slots[i].size_birth |= MW_LIVE_WATCHED;
 			mw_spin_unlock(&sh->lock);
 			return 0;
 		}
 	}
-	mw_spin_unlock(&sh->lock);
-	/* Not known: a marker.  The block is live, so no allocation can
-	 * add an entry for it meanwhile; another watcher can (a Ractor),
-	 * whose marker is then the same as ours. */
-	mw_live_make(&e, ptr, marker_site, 0, 0);
-	e.size_birth |= MW_LIVE_WATCHED;
-	switch (mw_live_insert(&e, &stale)) {
-	case 0:
-		return 1;
-	case 1:
-		return 0;
-	default:
+	if (reserve_locked(sh)) {
+		mw_spin_unlock(&sh->lock);
 		return -ENOMEM;
 	}
+	i = probe_locked(sh, ptr);	/* the table may have grown */
+	mw_live_make(&sh->slots[i], ptr, marker_site, 0, 0);
+	sh->slots[i].size_birth |= MW_LIVE_WATCHED;
+	sh->count++;
+	mw_spin_unlock(&sh->lock);
+	return 1;
 }
 
 static int remove_entry(uintptr_t ptr, struct mw_live_entry *out,
