@@ -28,7 +28,8 @@ URCU_LIBS = -lurcu-cds -lurcu-bp
 
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/hotsite build/targets/forker \
-	build/targets/blocker build/targets/tracer
+	build/targets/blocker build/targets/tracer build/targets/deepbind \
+	build/targets/libdeep.so build/targets/deepbind-jemalloc
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks
@@ -88,6 +89,20 @@ inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread -ldl
+
+# two allocators in one process (tests/test_allocators.py)
+build/targets/libdeepalloc.so: tests/targets/deep_alloc.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fno-builtin -fPIC -shared -o $@ $<
+
+build/targets/libdeep.so: tests/targets/deep_lib.c build/targets/libdeepalloc.so
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $< \
+		-Lbuild/targets -ldeepalloc -Wl,-rpath,'$$ORIGIN'
+
+# jemalloc linked in, not preloaded
+build/targets/deepbind-jemalloc: tests/targets/deepbind.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -ldl -ljemalloc
 
 build/tests/test_%: tests/c/test_%.c preload/%.c tests/c/tap.h
 	@mkdir -p $(@D)

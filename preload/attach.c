@@ -111,6 +111,7 @@ static void answer_stats(void)
 	KV("unknown_frees", st.unknown_frees);
 	KV("dropped", st.dropped);
 	KV("got_slots", (uint64_t)mw_got_patched());
+	KV("got_foreign", (uint64_t)mw_got_foreign);
 	KV("memory_bytes", st.memory_bytes);
 	KV("rss_bytes", mw_rss_bytes());
 #undef KV
@@ -416,7 +417,22 @@ static void *helper_main(void *arg)
 	mw_track_enable();
 	slots_now = (uint64_t)mw_got_patch_all();
 	mw_fmt_u64(num, slots_now);
-	answer("ok attached got_slots=", num);
+	if (mw_got_foreign) {
+		/* said once, at attach: those calls stay untraced */
+		static const char tag[] = " untraced_allocator_in=";
+		char line[sizeof(num) + sizeof(tag) +
+			  sizeof(mw_got_foreign_object)];
+		size_t n = strlen(num);
+
+		memcpy(line, num, n);
+		memcpy(line + n, tag, sizeof(tag) - 1);
+		n += sizeof(tag) - 1;
+		memcpy(line + n, mw_got_foreign_object,
+		       strlen(mw_got_foreign_object) + 1);
+		answer("ok attached got_slots=", line);
+	} else {
+		answer("ok attached got_slots=", num);
+	}
 
 	for (;;) {
 		struct pollfd p[2] = { { efd, POLLIN, 0 }, { ino_fd, POLLIN, 0 } };

@@ -16,26 +16,33 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* @real: where the hook forwards (NULL: not an allocator entry point).
+ * A slot is patched only when what it holds is that function, so every
+ * call still reaches the allocator it reached before (see slot_ours). */
 static const struct {
 	const char *name;
 	void *hook;
 	unsigned kind;		/* MW_GOT_* */
+	void *const *real;
 } hooks[] = {
-	{ "malloc", (void *)mw_hook_malloc, MW_GOT_ALLOC },
-	{ "calloc", (void *)mw_hook_calloc, MW_GOT_ALLOC },
-	{ "realloc", (void *)mw_hook_realloc, MW_GOT_ALLOC },
-	{ "reallocarray", (void *)mw_hook_reallocarray, MW_GOT_ALLOC },
-	{ "free", (void *)mw_hook_free, MW_GOT_ALLOC },
-	{ "posix_memalign", (void *)mw_hook_posix_memalign, MW_GOT_ALLOC },
-	{ "aligned_alloc", (void *)mw_hook_aligned_alloc, MW_GOT_ALLOC },
-	{ "memalign", (void *)mw_hook_memalign, MW_GOT_ALLOC },
-	{ "valloc", (void *)mw_hook_valloc, MW_GOT_ALLOC },
-	{ "pvalloc", (void *)mw_hook_pvalloc, MW_GOT_ALLOC },
-	{ "dlopen", (void *)mw_hook_dlopen, MW_GOT_ALLOC },
-	{ "dlclose", (void *)mw_hook_dlclose, MW_GOT_ALLOC },
+#define ALLOC(fn) { #fn, (void *)mw_hook_##fn, MW_GOT_ALLOC, \
+		    (void *const *)&mw_real.fn }
+	ALLOC(malloc),
+	ALLOC(calloc),
+	ALLOC(realloc),
+	ALLOC(reallocarray),
+	ALLOC(free),
+	ALLOC(posix_memalign),
+	ALLOC(aligned_alloc),
+	ALLOC(memalign),
+	ALLOC(valloc),
+	ALLOC(pvalloc),
+#undef ALLOC
+	{ "dlopen", (void *)mw_hook_dlopen, MW_GOT_ALLOC, NULL },
+	{ "dlclose", (void *)mw_hook_dlclose, MW_GOT_ALLOC, NULL },
 	/* Ruby's heap pages: libruby's own calls only */
-	{ "mmap", (void *)mw_hook_mmap, MW_GOT_HEAP },
-	{ "munmap", (void *)mw_hook_munmap, MW_GOT_HEAP },
+	{ "mmap", (void *)mw_hook_mmap, MW_GOT_HEAP, NULL },
+	{ "munmap", (void *)mw_hook_munmap, MW_GOT_HEAP, NULL },
 };
 
 /* What mw_got_patch_all patches (MW_GOT_*); set by mw_got_set_kinds. */
@@ -61,6 +68,8 @@ static struct slot slots[MAX_SLOTS];
 static int nslots;
 static int got_lock;
 int mw_got_skipped;
+int mw_got_foreign;
+char mw_got_foreign_object[256];	/* the first such object; got_lock */
 
 int mw_got_patched(void)
 {
@@ -122,6 +131,8 @@ static struct slot *find_slot_locked(void **addr)
 
 struct scan {
 	int is_ruby;		/* libruby: also mmap/munmap */
+	const char *name;
+	uintptr_t lo, hi;	/* the object's loaded extent */
 	uintptr_t base;
 	const void *dyn;
 	uintptr_t relro_lo, relro_hi;
@@ -129,6 +140,38 @@ struct scan {
 	const char *strtab;
 	int patched;
 };
+
+/* Whether a slot of @sc for hook @h may be pointed at the hook: it holds
+ * the function the hook forwards to (the global scope's definition), or
+ * an unresolved lazy PLT stub of its own object, which would resolve to
+ * that same definition.  Anything else, the object's own definition or
+ * another object's (a library bound -Bsymbolic or loaded RTLD_DEEPBIND
+ * with an allocator of its own), stays as it is: forwarding those calls
+ * to the hooks would free that allocator's blocks with another heap. */
+static int slot_ours(const struct scan *sc, size_t h, const ElfW(Sym) *sym,
+		     void *orig)
+{
+	uintptr_t o = (uintptr_t)orig;
+
+	if (!hooks[h].real || orig == *hooks[h].real)
+		return 1;
+	if (sym->st_shndx != SHN_UNDEF && o == sc->base + sym->st_value)
+		return 0;
+	return o >= sc->lo && o < sc->hi;
+}
+
+static void note_foreign_locked(const struct scan *sc)
+{
+	size_t n = strlen(sc->name);
+
+	mw_got_foreign++;
+	if (mw_got_foreign_object[0])
+		return;
+	if (n >= sizeof(mw_got_foreign_object))
+		n = sizeof(mw_got_foreign_object) - 1;
+	memcpy(mw_got_foreign_object, sc->name, n);
+	mw_got_foreign_object[n] = 0;
+}
 
 static void patch_rela_locked(struct scan *sc, const ElfW(Rela) *rel,
 			      size_t size)
@@ -156,6 +199,11 @@ static void patch_rela_locked(struct scan *sc, const ElfW(Rela) *rel,
 		addr = (void **)(sc->base + rel[i].r_offset);
 		if (*addr == hooks[h].hook)
 			continue;	/* ours already */
+		if (!slot_ours(sc, h, &sc->symtab[symi], *addr)) {
+			if (!find_slot_locked(addr))
+				note_foreign_locked(sc);
+			continue;
+		}
 		s = find_slot_locked(addr);
 		if (!s) {
 			if (nslots == MAX_SLOTS) {
@@ -194,11 +242,20 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 	if (skip_object(info->dlpi_name, info->dlpi_addr))
 		return 0;
 	sc.base = info->dlpi_addr;
+	sc.name = info->dlpi_name[0] ? info->dlpi_name : "the executable";
 	sc.is_ruby = strstr(info->dlpi_name, "libruby") != NULL;
+	sc.lo = UINTPTR_MAX;
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
-		if (ph->p_type == PT_DYNAMIC)
+		if (ph->p_type == PT_LOAD) {
+			uintptr_t lo = sc.base + ph->p_vaddr;
+
+			if (lo < sc.lo)
+				sc.lo = lo;
+			if (lo + ph->p_memsz > sc.hi)
+				sc.hi = lo + ph->p_memsz;
+		} else if (ph->p_type == PT_DYNAMIC)
 			dyn = (const void *)(sc.base + ph->p_vaddr);
 		else if (ph->p_type == PT_GNU_RELRO) {
 			sc.relro_lo = sc.base + ph->p_vaddr;
@@ -338,6 +395,8 @@ int mw_got_restore_all(void)
 	int n = 0;
 
 	mw_spin_lock(&got_lock);
+	mw_got_foreign = 0;
+	mw_got_foreign_object[0] = 0;
 	dl_iterate_phdr(restore_object, &n);
 	__atomic_store_n(&nslots, 0, __ATOMIC_RELAXED);	/* the rest are gone */
 	mw_spin_unlock(&got_lock);

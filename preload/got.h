@@ -28,6 +28,11 @@ int mw_got_restore_all(void);
 int mw_got_patched(void);
 extern int mw_got_skipped;
 
+/* Slots left alone because they reach an allocator other than the one
+ * the hooks forward to, and the first object holding one (its path). */
+extern int mw_got_foreign;
+extern char mw_got_foreign_object[256];
+
 /* The patcher's lock, held across fork (see fork.h).
  * Context: atfork handlers. */
 void mw_got_fork_lock(void);

@@ -140,8 +140,12 @@ __attribute__((constructor)) static void mw_preload_init(void)
 		say("cannot find the real malloc functions; not tracing", "");
 		goto out;
 	}
-	if (!interposing())
-		goto out;	/* dlopen'ed: mw_attach() starts us */
+	if (!interposing()) {
+		/* dlopen'ed: mw_attach() starts us */
+		if (mw_real_use_global())
+			say("cannot find the process's malloc functions", "");
+		goto out;
+	}
 	if (mw_options_parse(getenv("MWRAP"), &preload_opts, err,
 			     sizeof(err))) {
 		say("MWRAP: ", err);

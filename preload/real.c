@@ -57,6 +57,8 @@ size_t mw_boot_size(const void *p)
 
 #define RESOLVE(name) \
 	(*(void **)&mw_real.name = dlsym(RTLD_NEXT, #name))
+#define RESOLVE_GLOBAL(name) \
+	(*(void **)&fns.name = dlsym(RTLD_DEFAULT, #name))
 
 int mw_real_resolve(void)
 {
@@ -83,4 +85,34 @@ int mw_real_resolve(void)
 	__atomic_store_n(&mw_real_resolved, r, __ATOMIC_RELEASE);
 	__atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
 	return r > 0 ? 0 : -ENOENT;
+}
+
+/* Dlopen'ed, RTLD_NEXT finds what follows us in our own scope: libc, even
+ * when the process runs jemalloc or tcmalloc.  The slots we patch hold
+ * what the global scope binds (the first definition, a preloaded
+ * allocator's), so that is what the hooks must forward to: a block is
+ * then always freed by the allocator that made it. */
+int mw_real_use_global(void)
+{
+	struct mw_real_fns fns;
+
+	RESOLVE_GLOBAL(malloc);
+	RESOLVE_GLOBAL(calloc);
+	RESOLVE_GLOBAL(realloc);
+	RESOLVE_GLOBAL(reallocarray);
+	RESOLVE_GLOBAL(free);
+	RESOLVE_GLOBAL(posix_memalign);
+	RESOLVE_GLOBAL(aligned_alloc);
+	RESOLVE_GLOBAL(memalign);
+	RESOLVE_GLOBAL(valloc);
+	RESOLVE_GLOBAL(pvalloc);
+	if (!(fns.malloc && fns.calloc && fns.realloc && fns.reallocarray &&
+	      fns.free && fns.posix_memalign && fns.aligned_alloc &&
+	      fns.memalign && fns.valloc && fns.pvalloc)) {
+		/* better no attach than hooks forwarding to the wrong heap */
+		__atomic_store_n(&mw_real_resolved, -1, __ATOMIC_RELEASE);
+		return -ENOENT;
+	}
+	mw_real = fns;
+	return 0;
 }

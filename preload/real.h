@@ -40,6 +40,15 @@ static inline int mw_real_ready(void)
  * Context: any thread; idempotent. */
 int mw_real_resolve(void);
 
+/* Attach mode: replaces every function with the global scope's first
+ * definition (dlsym(RTLD_DEFAULT)), what the process's own calls reach.
+ * Returns 0, or -ENOENT with mw_real left unchanged and marked not
+ * ready (mw_attach then refuses).  Only valid while
+ * no hook of ours can run and only when we do not interpose (else the
+ * lookup finds our own hooks).
+ * Context: the constructor of a dlopen'ed libmwrap. */
+int mw_real_use_global(void);
+
 /* Bootstrap arena: bump allocation, never reused.
  * Returns NULL (errno ENOMEM) when the arena is exhausted. */
 void *mw_boot_alloc(size_t size, size_t align);
