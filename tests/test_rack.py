@@ -17,7 +17,13 @@ CHROMIUM = shutil.which("chromium")
 APP = """\
 require "webrick"
 require "rack"
-require "rack/handler/webrick"
+begin
+  require "rackup/handler/webrick"   # rack 3 (Debian 13)
+  HANDLER = Rackup::Handler::WEBrick
+rescue LoadError
+  require "rack/handler/webrick"     # rack 2 (Debian 12)
+  HANDLER = Rack::Handler::WEBrick
+end
 require "mwrap_rack"
 $stdout.sync = true
 KEEP = []
@@ -27,12 +33,12 @@ end
 leak
 server = WEBrick::HTTPServer.new(BindAddress: "127.0.0.1", Port: 0,
                                  Logger: WEBrick::Log.new(File::NULL), AccessLog: [])
-server.mount "/", Rack::Handler::WEBrick, MwrapRack.new
+server.mount "/", HANDLER, MwrapRack.new
 Thread.new { $stdin.read; server.shutdown }
 puts "ready #{server.listeners[0].addr[1]}"
 server.start
 """
-LEAK_LINE = 8
+LEAK_LINE = APP.splitlines().index('  2000.times { KEEP << ("L" * 8000) }') + 1
 
 
 def chromium(args, tmp):
