@@ -14,7 +14,7 @@ LIB_SRCS = preload/fmt.c preload/options.c preload/real.c preload/ruby.c \
 	preload/dump.c preload/mwrap.c preload/got.c preload/control.c \
 	preload/urg.c preload/safefile.c preload/attach.c preload/sample.c preload/trampoline.c \
 	preload/heap.c preload/objects.c preload/scan.c preload/counts.c \
-	preload/fork.c
+	preload/fork.c preload/allocator.c
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
 LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-builtin -D_LGPL_SOURCE -MMD

@@ -1,6 +1,7 @@
 /* dump.c - see dump.h */
 #define _GNU_SOURCE
 #include "dump.h"
+#include "allocator.h"
 #include "fmt.h"
 #include "live.h"
 #include "mwrap.h"
@@ -127,12 +128,17 @@ static const char *age_unit_name(void)
 
 static void header_text(struct mw_out *o)
 {
+	const char *a;
+
 	mw_out_str(o, "# mwrap-attach " VERSION " pid=");
 	mw_out_u64(o, (uint64_t)getpid(), 0);
 	mw_out_str(o, " age_unit=");
 	mw_out_str(o, age_unit_name());
 	mw_out_str(o, " sample_bytes=");
 	mw_out_u64(o, mw_sample_bytes, 0);
+	mw_out_str(o, " allocator=");
+	for (a = mw_allocator_name(); *a; a++)	/* one word */
+		mw_out_chr(o, *a == ' ' ? '-' : *a);
 	mw_out_str(o, " columns=total_bytes,call_count,location\n");
 }
 
@@ -142,12 +148,17 @@ static void header_text(struct mw_out *o)
  * the untracked part. */
 void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live)
 {
-	struct mallinfo2 mi = mallinfo2();
+	struct mallinfo2 mi;
 
 	mw_out_str(o, "\"pid\":");
 	mw_out_u64(o, (uint64_t)getpid(), 0);
 	mw_out_json_u64(o, "rss_bytes", mw_rss_bytes());
 	mw_out_json_u64(o, "tracked_live_bytes", tracked_live);
+	mw_out_str(o, ",\"allocator\":");
+	mw_out_json_str(o, mw_allocator_name());
+	if (!mw_allocator_is_glibc())
+		return;	/* glibc's mallinfo2 says nothing of another heap */
+	mi = mallinfo2();
 	mw_out_json_u64(o, "malloc_arena_bytes", mi.arena + mi.hblkhd);
 	mw_out_json_u64(o, "malloc_in_use_bytes", mi.uordblks + mi.hblkhd);
 	mw_out_json_u64(o, "malloc_free_bytes", mi.fordblks);

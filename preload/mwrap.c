@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "mwrap.h"
+#include "allocator.h"
 #include "dump.h"
 #include "fmt.h"
 #include "fork.h"
@@ -144,8 +145,11 @@ __attribute__((constructor)) static void mw_preload_init(void)
 		/* dlopen'ed: mw_attach() starts us */
 		if (mw_real_use_global())
 			say("cannot find the process's malloc functions", "");
+		else
+			mw_allocator_detect();
 		goto out;
 	}
+	mw_allocator_detect();
 	if (mw_options_parse(getenv("MWRAP"), &preload_opts, err,
 			     sizeof(err))) {
 		say("MWRAP: ", err);

@@ -51,7 +51,10 @@ def test_ruby_survives_attach_cycles_with_each_allocator(spawn, alloc):
         assert p.returncode == 0, p.stderr
         t.send("leak 1000 10000")
         t.expect("leaked")
-        _, sites = dump_json(t.pid)
+        header, sites = dump_json(t.pid)
+        # the report names the allocator whose numbers it shows
+        assert header["allocator"].split()[0] == alloc, header
+        assert ("malloc_in_use_bytes" in header) == (alloc == "glibc")
         site = sites[f"{LEAK_RB}:{line}"]
         # 1000 strings of 10,000 bytes (heap buffer = size incl. NUL)
         assert site["live_count"] >= 1000, (alloc, cycle, site)

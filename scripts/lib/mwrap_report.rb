@@ -129,6 +129,7 @@ module MwrapReport
     first = +"pid #{h['pid'] || '?'}"
     first << format(", window %.1f s", window || h["seconds"].to_f) if window || h["seconds"]
     first << ", ages in #{h['age_unit']}" if h["age_unit"]
+    first << ", allocator #{h['allocator'].tr('-', ' ')}" if h["allocator"].to_s != ""
     out << first
     if h["rss_bytes"]
       line = +"RSS #{human(h['rss_bytes'])}"
