@@ -132,6 +132,15 @@ static int interposing(void)
 	return dlsym(RTLD_DEFAULT, "malloc") == (void *)mw_hook_malloc;
 }
 
+/* Named in LD_PRELOAD: preloaded, yet another object's malloc comes
+ * first (a program that put its allocator before us for its child). */
+static int preloaded(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "libmwrap.so");
+}
+
 __attribute__((constructor)) static void mw_preload_init(void)
 {
 	char err[160];
@@ -147,6 +156,10 @@ __attribute__((constructor)) static void mw_preload_init(void)
 			say("cannot find the process's malloc functions", "");
 		else
 			mw_allocator_detect();
+		if (getenv("MWRAP") && preloaded())
+			say("another malloc comes first in LD_PRELOAD, so this "
+			    "process is not traced and writes no dump: ",
+			    "put libmwrap.so first (scripts/mwrap does)");
 		goto out;
 	}
 	mw_allocator_detect();

@@ -148,3 +148,16 @@ def test_mwrap_with_an_allocator_already_preloaded(tmp, alloc):
     sites = parse_dump(dump.read_text())
     total, calls = sites[f"{rb}:2"]
     assert calls >= 2000 and abs(total - 20_000_000) <= 2_000_000
+
+
+def test_mwrap_behind_another_allocator_says_so(tmp):
+    """A child whose LD_PRELOAD puts jemalloc before libmwrap cannot be
+    traced by interposition: it must say so rather than run silently."""
+    env = preload_env("jemalloc")
+    lib = os.path.join(os.path.dirname(MWRAP), "..", "preload", "libmwrap.so")
+    p = run(["ruby", "-e", "puts 1"],
+            env={"LD_PRELOAD": f"{env['LD_PRELOAD']}:{lib}",
+                 "MWRAP": f"dump_path:{tmp / 'x.dump'}"})
+    assert p.returncode == 0 and p.stdout == "1\n"
+    assert "put libmwrap.so first" in p.stderr
+    assert not (tmp / "x.dump").exists()
