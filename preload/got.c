@@ -16,7 +16,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* @real: where the hook forwards (NULL: not an allocator entry point).
+/* Entry points left alone, on purpose:
+ * - malloc_usable_size: it reads a block and changes nothing; the block
+ *   stays with the allocator that made it, and what Ruby accounts with it
+ *   is Ruby's own business (we count requested sizes, never usable ones).
+ * - jemalloc's mallocx/rallocx/sdallocx/dallocx, tcmalloc's tc_*, and
+ *   glibc 2.39's free_sized/free_aligned_sized: Ruby calls none of them,
+ *   and a block they make stays invisible to us; free() of it is an
+ *   unknown pointer passed straight on.  A tracked block released
+ *   through one of them leaves a stale live entry until its address is
+ *   reused: a miscount, never a wrong free.
+ *
+ * @real: where the hook forwards (NULL: not an allocator entry point).
  * A slot is patched only when what it holds is that function, so every
  * call still reaches the allocator it reached before (see slot_ours). */
 static const struct {
