@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 int mw_ruby_present;
 uint64_t mw_ruby_generation;
@@ -89,6 +90,17 @@ static void find_frames(void)
 		       iseq_path && string_ptr;
 }
 
+/* From 3.2 nothing we can read says the VM is gone (3.1's
+ * ruby_current_vm_ptr is not exported) and the thread's EC still looks
+ * valid after Ruby freed its heap: a late allocation (liburcu's
+ * destructor, say) would walk freed frames.  Ruby tears its VM down
+ * before exit() runs atexit handlers, and ours, registered after the
+ * loader's, runs before any library destructor: from then on, no Ruby. */
+static void forget_ruby_at_exit(void)
+{
+	__atomic_store_n(&mw_ruby_present, 0, __ATOMIC_RELEASE);
+}
+
 /* Ruby 3.2+: the profiling API, where 3.1's symbols are not exported. */
 static int find_profile_api(void)
 {
@@ -113,6 +125,8 @@ int mw_ruby_init(void)
 	if (source_location && vm_ptr && find_ec_index((void *)has_gvl)) {
 		find_frames();
 	} else if (find_profile_api()) {
+		if (!via_profile)
+			atexit(forget_ruby_at_exit);
 		via_profile = 1;
 	} else {
 		return 0;
