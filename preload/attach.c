@@ -47,6 +47,10 @@
  * helper when it has undone everything; the rest is owned by the helper
  * while it runs. */
 static int attached;
+/* Set from a detach's first step until attached is 0 again: the front end
+ * has its "ok detach" a moment before the helper has finished, and an
+ * attach arriving then waits for it rather than read "already attached". */
+static int detaching;
 static int stop_requested;
 static pthread_t helper;
 static int efd = -1;			/* SIGURG + stop wake-ups */
@@ -203,6 +207,7 @@ static void undo_attach(void)
 	int restored;
 	char num[24];
 
+	__atomic_store_n(&detaching, 1, __ATOMIC_RELEASE);
 	mw_track_disable();
 	restored = mw_got_restore_all();
 	mw_urg_restore();
@@ -374,6 +379,7 @@ static void after_fork_child(void)
 	mw_urg_restore();
 	close_files();
 	attached = 0;
+	detaching = 0;
 }
 
 static void *helper_main(void *arg)
@@ -452,6 +458,7 @@ static void *helper_main(void *arg)
 	}
 	undo_attach();
 	__atomic_store_n(&attached, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&detaching, 0, __ATOMIC_RELEASE);
 	mw_tls.guard--;
 	return NULL;
 fail:
@@ -470,13 +477,17 @@ EXPORT int mw_attach(const char *options)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
-	int ret;
+	int ret, i;
 
 	if (!mw_real_ready())
 		return -ENOENT;
 	if (__atomic_load_n(&mw_enabled, __ATOMIC_RELAXED) &&
 	    !__atomic_load_n(&attached, __ATOMIC_RELAXED))
 		return -EBUSY;		/* preloaded: already tracing */
+	/* a detach finishing: a few ms at most (closing files) */
+	for (i = 0; i < 2000 && __atomic_load_n(&detaching, __ATOMIC_ACQUIRE);
+	     i++)
+		usleep(1000);
 	if (__atomic_exchange_n(&attached, 1, __ATOMIC_ACQ_REL))
 		return -EALREADY;
 	mw_tls.guard++;
