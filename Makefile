@@ -31,7 +31,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/blocker build/targets/tracer
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
-	check-hooks
+	check-hooks test-debian13 test-ruby34
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -42,6 +42,8 @@ help:
 	@echo "make demo       run the bundled leaking Ruby service under mwrap-attach"
 	@echo "make bench      the benchmark: ratios against a baseline (a few minutes)"
 	@echo "make test-safety  the injection safety matrix, every case 20 times"
+	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
+	@echo "make test-ruby34    make test inside a sid root with Ruby 3.4"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
@@ -105,6 +107,15 @@ test-c: $(C_TESTS)
 
 test-py:
 	$(PYTEST) -q tests
+
+# The whole suite on other Rubies, in cached Debian roots (scripts/debian-root).
+test-debian13:
+	@scripts/install-deps root
+	scripts/debian-root trixie make test
+
+test-ruby34:
+	@scripts/install-deps root
+	scripts/debian-root ruby34 make test
 
 fuzz: deps
 	@scripts/fuzz

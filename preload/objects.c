@@ -39,6 +39,11 @@ typedef uintptr_t ID;
 
 static struct {
 	int (*register_one)(unsigned int flags, void (*fn)(void *), void *d);
+	/* Ruby 3.3+: a job registered once, then triggered from any thread
+	 * (a Ruby thread's trigger flags its own EC) */
+	unsigned int (*preregister)(unsigned int flags, void (*fn)(void *),
+				    void *d);
+	void (*trigger)(unsigned int handle);
 	VALUE (*protect)(VALUE (*fn)(VALUE), VALUE arg, int *state);
 	VALUE (*funcallv)(VALUE recv, ID mid, int argc, const VALUE *argv);
 	VALUE (*funcallv_kw)(VALUE recv, ID mid, int argc, const VALUE *argv,
@@ -67,6 +72,8 @@ static struct {
 } rb;
 
 static int rb_found;
+#define NO_HANDLE 0xffffffffu	/* POSTPONED_JOB_HANDLE_INVALID */
+static unsigned int job_handle = NO_HANDLE;
 
 /* One request at a time.  IDLE -> WAITING (helper) -> RUNNING (job) ->
  * DONE (job) -> IDLE (helper); the helper gives up with WAITING -> IDLE,
@@ -91,8 +98,12 @@ static int find_ruby(void)
 		return 1;
 	if (!mw_ruby_init())
 		return 0;
-	rb_found = SYM(register_one, "rb_postponed_job_register_one") &&
-		   SYM(protect, "rb_protect") && SYM(funcallv, "rb_funcallv") &&
+	if (SYM(preregister, "rb_postponed_job_preregister") &&
+	    SYM(trigger, "rb_postponed_job_trigger"))
+		rb.register_one = NULL;	/* deprecated from 3.3 */
+	else if (!(SYM(register_one, "rb_postponed_job_register_one")))
+		return 0;
+	rb_found = SYM(protect, "rb_protect") && SYM(funcallv, "rb_funcallv") &&
 		   SYM(funcallv_kw, "rb_funcallv_kw") &&
 		   SYM(intern, "rb_intern") && SYM(const_get, "rb_const_get") &&
 		   SYM(cObject, "rb_cObject") && SYM(mGC, "rb_mGC") &&
@@ -486,10 +497,13 @@ void mw_objects_on_signal_sigsafe(void)
 	    !(__atomic_load_n(&idle, __ATOMIC_ACQUIRE) &&
 	      rb.native_thread_p() && mw_ruby_thread_has_ec_sigsafe(0)))
 		return;
-	if (rb.register_one(0, job, NULL)) {
-		__atomic_store_n(&registered, 1, __ATOMIC_RELEASE);
-		remember_flagged_sigsafe((pid_t)syscall(SYS_gettid));
+	if (rb.trigger) {
+		rb.trigger(job_handle);	/* flags this thread's EC */
+	} else if (!rb.register_one(0, job, NULL)) {
+		return;
 	}
+	__atomic_store_n(&registered, 1, __ATOMIC_RELEASE);
+	remember_flagged_sigsafe((pid_t)syscall(SYS_gettid));
 }
 
 /* --- the helper's side ---------------------------------------------------- */
@@ -583,6 +597,12 @@ int mw_objects_take(const char *path, const char *heap_path, int start_ms)
 
 	if (!find_ruby())
 		return -ENOSYS;
+	if (rb.trigger && job_handle == NO_HANDLE) {
+		/* from any thread; a handle lasts for the process's life */
+		job_handle = rb.preregister(0, job, NULL);
+		if (job_handle == NO_HANDLE)
+			return -ENOSPC;
+	}
 	expected = DONE;	/* a job we stopped waiting for has ended */
 	__atomic_compare_exchange_n(&state, &expected, IDLE, 0,
 				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);

@@ -17,6 +17,16 @@ static uintptr_t *(*ruby_level_cfp)(void *ec, void *cfp);
 static uintptr_t (*iseq_path)(uintptr_t iseq);
 static char *(*string_ptr)(volatile uintptr_t *str);
 
+/* Ruby 3.2 and later export neither the EC nor rb_source_location_cstr:
+ * there the location comes from the public profiling API (the frames
+ * stackprof reads from a signal handler: no allocation, no lock). */
+static int via_profile;
+static int (*profile_frames)(int start, int limit, uintptr_t *frames,
+			     int *lines);
+static uintptr_t (*frame_path)(uintptr_t frame);
+static int (*native_thread_p)(void);
+#define PROFILE_DEPTH 8		/* C frames above the innermost Ruby one */
+
 /* Ruby 3.1's frame layout, read only on that version, and only while
  * every miss finds the frame Ruby reports (mw_ruby_pos_location). */
 static int frames_known;
@@ -79,6 +89,16 @@ static void find_frames(void)
 		       iseq_path && string_ptr;
 }
 
+/* Ruby 3.2+: the profiling API, where 3.1's symbols are not exported. */
+static int find_profile_api(void)
+{
+	*(void **)&profile_frames = dlsym(RTLD_DEFAULT, "rb_profile_frames");
+	*(void **)&frame_path = dlsym(RTLD_DEFAULT, "rb_profile_frame_path");
+	*(void **)&string_ptr = dlsym(RTLD_DEFAULT, "rb_string_value_ptr");
+	*(void **)&native_thread_p = dlsym(RTLD_DEFAULT, "ruby_native_thread_p");
+	return profile_frames && frame_path && string_ptr && native_thread_p;
+}
+
 int mw_ruby_init(void)
 {
 	if (mw_ruby_present)
@@ -88,11 +108,15 @@ int mw_ruby_init(void)
 					   "rb_source_location_cstr");
 	vm_ptr = dlsym(RTLD_DEFAULT, "ruby_current_vm_ptr");
 	*(void **)&gc_count = dlsym(RTLD_DEFAULT, "rb_gc_count");
-	if (!has_gvl || !source_location || !vm_ptr || !gc_count)
+	if (!has_gvl || !gc_count)
 		return 0;
-	if (!find_ec_index((void *)has_gvl))
+	if (source_location && vm_ptr && find_ec_index((void *)has_gvl)) {
+		find_frames();
+	} else if (find_profile_api()) {
+		via_profile = 1;
+	} else {
 		return 0;
-	find_frames();
+	}
 	__atomic_store_n(&mw_ruby_present, 1, __ATOMIC_RELEASE);
 	return 1;
 }
@@ -103,6 +127,15 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 
 	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
 		return 0;
+	if (via_profile) {
+		/* From 3.2 "has the GVL" reads the thread through the EC
+		 * itself: true only once the EC exists. */
+		if (!has_gvl())
+			return 0;
+		mw_ruby_generation = gc_count();
+		pos->pc = pos->iseq = 0;
+		return 1;
+	}
 	/* "has the GVL" is only asked of Ruby threads: it reads Ruby's own
 	 * thread-local pointer and is false for every other thread. */
 	if (!has_gvl() || !*vm_ptr)
@@ -144,10 +177,42 @@ int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code)
 	return 1;
 }
 
+/* A heap String: a VALUE not special (immediates, nil and false are
+ * small or tagged) whose RBasic flags say T_STRING; rb_string_value_ptr
+ * on anything else could call #to_str. */
+#define T_MASK 0x1f
+#define T_STRING 0x05
+static int is_string(uintptr_t v)
+{
+	return v > 4096 && !(v & 7) && (*(const uintptr_t *)v & T_MASK) == T_STRING;
+}
+
+/* The innermost frame with a line (C methods' frames have 0). */
+static const char *profile_location(int *line)
+{
+	uintptr_t frames[PROFILE_DEPTH];
+	int lines[PROFILE_DEPTH], n, i;
+
+	n = profile_frames(0, PROFILE_DEPTH, frames, lines);
+	for (i = 0; i < n; i++) {
+		volatile uintptr_t str;
+
+		if (lines[i] <= 0)
+			continue;
+		str = frame_path(frames[i]);
+		if (!is_string(str))
+			return NULL;
+		*line = lines[i];
+		return string_ptr(&str);
+	}
+	return NULL;
+}
+
 int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
 			 int *line)
 {
-	const char *p = source_location(line);
+	const char *p = via_profile ? profile_location(line) :
+				      source_location(line);
 
 	if (pos->pc) {
 		/* Ruby found its location through the same frame: the path
@@ -173,6 +238,8 @@ int mw_ruby_thread_has_ec_sigsafe(int need_gvl)
 		return 0;
 	if (need_gvl && !has_gvl())
 		return 0;
+	if (via_profile)	/* 3.2+: a Ruby thread is one with an EC */
+		return native_thread_p();
 	ec = __tls_get_addr(&ec_index);
 	return *ec != NULL;
 }
