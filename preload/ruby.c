@@ -26,6 +26,7 @@ static int (*profile_frames)(int start, int limit, uintptr_t *frames,
 static uintptr_t (*frame_path)(uintptr_t frame);
 static int (*native_thread_p)(void);
 #define PROFILE_DEPTH 8		/* C frames above the innermost Ruby one */
+#define PROFILE_FIRST 2		/* frames asked for first */
 
 /* Ruby 3.1's frame layout, read only on that version, and only while
  * every miss finds the frame Ruby reports (mw_ruby_pos_location). */
@@ -187,13 +188,16 @@ static int is_string(uintptr_t v)
 	return v > 4096 && !(v & 7) && (*(const uintptr_t *)v & T_MASK) == T_STRING;
 }
 
-/* The innermost frame with a line (C methods' frames have 0). */
-static const char *profile_location(int *line)
+/* The innermost frame with a line (C methods' frames have 0), asked
+ * of the frames in @start .. @start + @limit - 1.  Ruby computes a line
+ * for every Ruby frame it returns (a search in the iseq's line table),
+ * so the frames are asked for a few at a time. */
+static const char *profile_location_in(int start, int limit, int *line)
 {
 	uintptr_t frames[PROFILE_DEPTH];
 	int lines[PROFILE_DEPTH], n, i;
 
-	n = profile_frames(0, PROFILE_DEPTH, frames, lines);
+	n = profile_frames(start, limit, frames, lines);
 	for (i = 0; i < n; i++) {
 		volatile uintptr_t str;
 
@@ -205,7 +209,20 @@ static const char *profile_location(int *line)
 		*line = lines[i];
 		return string_ptr(&str);
 	}
+	*line = n < limit ? -1 : 0;	/* -1: no more frames */
 	return NULL;
+}
+
+/* Mostly the innermost Ruby frame is the first (Ruby code allocating)
+ * or the second (under the C method it called). */
+static const char *profile_location(int *line)
+{
+	const char *p = profile_location_in(0, PROFILE_FIRST, line);
+
+	if (p || *line < 0)
+		return p;
+	return profile_location_in(PROFILE_FIRST, PROFILE_DEPTH - PROFILE_FIRST,
+				   line);
 }
 
 int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
