@@ -21,6 +21,13 @@ static char *(*string_ptr)(volatile uintptr_t *str);
  * there the location comes from the public profiling API (the frames
  * stackprof reads from a signal handler: no allocation, no lock). */
 static int via_profile;
+/* Set once the process is exiting: from 3.2 nothing we can read says
+ * that Ruby's VM is gone (ruby_current_vm_ptr is not exported), while
+ * "has the GVL" stays true on the main thread after ruby_vm_destruct
+ * (which keeps the main thread's struct) and rb_gc_count then reads a
+ * NULL VM.  Our destructor runs in exit before liburcu's (we depend on
+ * it), whose calloc crashed there. */
+static int vm_gone;
 static int (*profile_frames)(int start, int limit, uintptr_t *frames,
 			     int *lines);
 static uintptr_t (*frame_path)(uintptr_t frame);
@@ -131,7 +138,7 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 	if (via_profile) {
 		/* From 3.2 "has the GVL" reads the thread through the EC
 		 * itself: true only once the EC exists. */
-		if (!has_gvl())
+		if (__atomic_load_n(&vm_gone, __ATOMIC_ACQUIRE) || !has_gvl())
 			return 0;
 		mw_ruby_generation = gc_count();
 		pos->pc = pos->iseq = 0;
@@ -247,6 +254,11 @@ int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
 	return 1;
 }
 
+__attribute__((destructor)) static void ruby_exiting(void)
+{
+	__atomic_store_n(&vm_gone, 1, __ATOMIC_RELEASE);
+}
+
 int mw_ruby_thread_has_ec_sigsafe(int need_gvl)
 {
 	void **ec;
@@ -254,6 +266,8 @@ int mw_ruby_thread_has_ec_sigsafe(int need_gvl)
 	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
 		return 0;
 	if (need_gvl && !has_gvl())
+		return 0;
+	if (via_profile && __atomic_load_n(&vm_gone, __ATOMIC_ACQUIRE))
 		return 0;
 	if (via_profile)	/* 3.2+: a Ruby thread is one with an EC */
 		return native_thread_p();
