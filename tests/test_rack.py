@@ -17,7 +17,7 @@ CHROMIUM = shutil.which("chromium")
 APP = """\
 require "webrick"
 require "rack"
-require "rack/handler/webrick"
+HANDLER = begin; require "rack/handler/webrick"; Rack::Handler::WEBrick; rescue LoadError; require "rackup/handler/webrick"; Rackup::Handler::WEBrick; end  # rack 3: rackup
 require "mwrap_rack"
 $stdout.sync = true
 KEEP = []
@@ -27,7 +27,7 @@ end
 leak
 server = WEBrick::HTTPServer.new(BindAddress: "127.0.0.1", Port: 0,
                                  Logger: WEBrick::Log.new(File::NULL), AccessLog: [])
-server.mount "/", Rack::Handler::WEBrick, MwrapRack.new
+server.mount "/", HANDLER, MwrapRack.new
 Thread.new { $stdin.read; server.shutdown }
 puts "ready #{server.listeners[0].addr[1]}"
 server.start
