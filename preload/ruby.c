@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stddef.h>
-#include <stdlib.h>
 
 int mw_ruby_present;
 uint64_t mw_ruby_generation;
@@ -22,11 +21,19 @@ static char *(*string_ptr)(volatile uintptr_t *str);
  * there the location comes from the public profiling API (the frames
  * stackprof reads from a signal handler: no allocation, no lock). */
 static int via_profile;
+/* Set once the process is exiting: from 3.2 nothing we can read says
+ * that Ruby's VM is gone (ruby_current_vm_ptr is not exported), while
+ * "has the GVL" stays true on the main thread after ruby_vm_destruct
+ * (which keeps the main thread's struct) and rb_gc_count then reads a
+ * NULL VM.  Our destructor runs in exit before liburcu's (we depend on
+ * it), whose calloc crashed there. */
+static int vm_gone;
 static int (*profile_frames)(int start, int limit, uintptr_t *frames,
 			     int *lines);
 static uintptr_t (*frame_path)(uintptr_t frame);
 static int (*native_thread_p)(void);
 #define PROFILE_DEPTH 8		/* C frames above the innermost Ruby one */
+#define PROFILE_FIRST 2		/* frames asked for first */
 
 /* Ruby 3.1's frame layout, read only on that version, and only while
  * every miss finds the frame Ruby reports (mw_ruby_pos_location). */
@@ -90,17 +97,6 @@ static void find_frames(void)
 		       iseq_path && string_ptr;
 }
 
-/* From 3.2 nothing we can read says the VM is gone (3.1's
- * ruby_current_vm_ptr is not exported) and the thread's EC still looks
- * valid after Ruby freed its heap: a late allocation (liburcu's
- * destructor, say) would walk freed frames.  Ruby tears its VM down
- * before exit() runs atexit handlers, and ours, registered after the
- * loader's, runs before any library destructor: from then on, no Ruby. */
-static void forget_ruby_at_exit(void)
-{
-	__atomic_store_n(&mw_ruby_present, 0, __ATOMIC_RELEASE);
-}
-
 /* Ruby 3.2+: the profiling API, where 3.1's symbols are not exported. */
 static int find_profile_api(void)
 {
@@ -125,8 +121,6 @@ int mw_ruby_init(void)
 	if (source_location && vm_ptr && find_ec_index((void *)has_gvl)) {
 		find_frames();
 	} else if (find_profile_api()) {
-		if (!via_profile)
-			atexit(forget_ruby_at_exit);
 		via_profile = 1;
 	} else {
 		return 0;
@@ -144,7 +138,7 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 	if (via_profile) {
 		/* From 3.2 "has the GVL" reads the thread through the EC
 		 * itself: true only once the EC exists. */
-		if (!has_gvl())
+		if (__atomic_load_n(&vm_gone, __ATOMIC_ACQUIRE) || !has_gvl())
 			return 0;
 		mw_ruby_generation = gc_count();
 		pos->pc = pos->iseq = 0;
@@ -201,13 +195,16 @@ static int is_string(uintptr_t v)
 	return v > 4096 && !(v & 7) && (*(const uintptr_t *)v & T_MASK) == T_STRING;
 }
 
-/* The innermost frame with a line (C methods' frames have 0). */
-static const char *profile_location(int *line)
+/* The innermost frame with a line (C methods' frames have 0), asked
+ * of the frames in @start .. @start + @limit - 1.  Ruby computes a line
+ * for every Ruby frame it returns (a search in the iseq's line table),
+ * so the frames are asked for a few at a time. */
+static const char *profile_location_in(int start, int limit, int *line)
 {
 	uintptr_t frames[PROFILE_DEPTH];
 	int lines[PROFILE_DEPTH], n, i;
 
-	n = profile_frames(0, PROFILE_DEPTH, frames, lines);
+	n = profile_frames(start, limit, frames, lines);
 	for (i = 0; i < n; i++) {
 		volatile uintptr_t str;
 
@@ -219,7 +216,20 @@ static const char *profile_location(int *line)
 		*line = lines[i];
 		return string_ptr(&str);
 	}
+	*line = n < limit ? -1 : 0;	/* -1: no more frames */
 	return NULL;
+}
+
+/* Mostly the innermost Ruby frame is the first (Ruby code allocating)
+ * or the second (under the C method it called). */
+static const char *profile_location(int *line)
+{
+	const char *p = profile_location_in(0, PROFILE_FIRST, line);
+
+	if (p || *line < 0)
+		return p;
+	return profile_location_in(PROFILE_FIRST, PROFILE_DEPTH - PROFILE_FIRST,
+				   line);
 }
 
 int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
@@ -244,6 +254,11 @@ int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
 	return 1;
 }
 
+__attribute__((destructor)) static void ruby_exiting(void)
+{
+	__atomic_store_n(&vm_gone, 1, __ATOMIC_RELEASE);
+}
+
 int mw_ruby_thread_has_ec_sigsafe(int need_gvl)
 {
 	void **ec;
@@ -251,6 +266,8 @@ int mw_ruby_thread_has_ec_sigsafe(int need_gvl)
 	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
 		return 0;
 	if (need_gvl && !has_gvl())
+		return 0;
+	if (via_profile && __atomic_load_n(&vm_gone, __ATOMIC_ACQUIRE))
 		return 0;
 	if (via_profile)	/* 3.2+: a Ruby thread is one with an EC */
 		return native_thread_p();

@@ -13,6 +13,11 @@ from conftest import (INJECT, LEAK_RB, LIB, ROOT, TARGETS, attach, parse_dump,
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
 
+# Small allocations a leak line makes beside its strings (the KEEP
+# array's growth, first-call caches): Ruby 3.3 makes up to 9 more there
+# than 3.1 (leak 10: 15, leak 5: 10, leak 100: 109), never a string.
+LINE_SLACK = 10
+
 def dump_json(pid):
     p = attach(["-p", str(pid), "--dump", "--format=json"])
     assert p.returncode == 0, p.stderr
@@ -128,7 +133,7 @@ def test_attach_twice_refused_and_reattach_after_detach(spawn):
         _, sites = dump_json(t.pid)
         # each attach starts a new window: 10 strings, plus the KEEP
         # array growing on the same line
-        assert 10 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 14
+        assert 10 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 14 + LINE_SLACK
     detach(t.pid)
     rc, rest, _ = t.finish()
     assert rc == 0 and rest == [f"bye {3 * 10 * 2999}"]
@@ -232,7 +237,7 @@ def test_forked_child_detaches_itself(spawn):
     t.send("leak 5 1000")
     t.expect("leaked")
     _, sites = dump_json(t.pid)
-    assert 5 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 8
+    assert 5 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 8 + LINE_SLACK
     detach(t.pid)
     assert t.finish()[0] == 0
 
@@ -244,7 +249,7 @@ def test_gdb_backend(spawn):
     t.send("leak 100 4000")
     t.expect("leaked")
     _, sites = dump_json(t.pid)
-    assert 100 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 105
+    assert 100 <= sites[f"{LEAK_RB}:{line}"]["allocations"] <= 105 + LINE_SLACK
     detach(t.pid)
     rc, rest, _ = t.finish()
     assert rc == 0 and rest == ["bye 399900"]
@@ -336,7 +341,7 @@ def test_target_in_its_own_mount_and_pid_namespace(spawn, tmp):
     t.send("leak 100 8000")
     t.expect("leaked")
     _, sites = dump_json(pid)
-    assert 100 <= sites[f"/tmp/leak.rb:{line}"]["allocations"] <= 105
+    assert 100 <= sites[f"/tmp/leak.rb:{line}"]["allocations"] <= 105 + LINE_SLACK
     detach(pid)
     rc, rest, _ = t.finish()
     assert rc == 0 and rest == ["bye 799900"]

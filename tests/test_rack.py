@@ -16,14 +16,8 @@ CHROMIUM = shutil.which("chromium")
 
 APP = """\
 require "webrick"
-require "rack"
-begin
-  require "rackup/handler/webrick"   # rack 3 (Debian 13)
-  HANDLER = Rackup::Handler::WEBrick
-rescue LoadError
-  require "rack/handler/webrick"     # rack 2 (Debian 12)
-  HANDLER = Rack::Handler::WEBrick
-end
+require "stringio"
+# no rack: MwrapRack needs only a Rack env (rack 3 moved its handler)
 require "mwrap_rack"
 $stdout.sync = true
 KEEP = []
@@ -31,14 +25,29 @@ def leak
   2000.times { KEEP << ("L" * 8000) }
 end
 leak
+class RackServlet < WEBrick::HTTPServlet::AbstractServlet
+  def service(req, res)
+    env = { "REQUEST_METHOD" => req.request_method, "SCRIPT_NAME" => "",
+            "PATH_INFO" => req.request_uri.path, "QUERY_STRING" => req.query_string.to_s,
+            "SERVER_NAME" => "127.0.0.1", "SERVER_PORT" => req.port.to_s,
+            "rack.url_scheme" => "http", "rack.input" => StringIO.new("") }
+    status, headers, body = @options[0].call(env)
+    res.status = status
+    headers.each { |k, v| res[k] = v }
+    out = +""
+    body.each { |chunk| out << chunk }
+    body.close if body.respond_to?(:close)
+    res.body = out
+  end
+end
 server = WEBrick::HTTPServer.new(BindAddress: "127.0.0.1", Port: 0,
                                  Logger: WEBrick::Log.new(File::NULL), AccessLog: [])
-server.mount "/", HANDLER, MwrapRack.new
+server.mount "/", RackServlet, MwrapRack.new
 Thread.new { $stdin.read; server.shutdown }
 puts "ready #{server.listeners[0].addr[1]}"
 server.start
 """
-LEAK_LINE = APP.splitlines().index('  2000.times { KEEP << ("L" * 8000) }') + 1
+LEAK_LINE = 8
 
 
 def chromium(args, tmp):
