@@ -81,6 +81,23 @@ static void answer(const char *a, const char *b)
 	mw_out_flush(&o);
 }
 
+/* "ok attached got_slots=N", naming an object whose allocator of its own
+ * stays untraced (said once, at attach). */
+static void answer_attached(uint64_t slots)
+{
+	struct mw_out o;
+
+	mw_out_init(&o, out_fd);
+	mw_out_str(&o, "ok attached got_slots=");
+	mw_out_u64(&o, slots, 0);
+	if (mw_got_foreign) {
+		mw_out_str(&o, " untraced_allocator_in=");
+		mw_out_str(&o, mw_got_foreign_object);
+	}
+	mw_out_chr(&o, '\n');
+	mw_out_flush(&o);
+}
+
 static void answer_stats(void)
 {
 	struct mw_stats st;
@@ -384,8 +401,7 @@ static void after_fork_child(void)
 
 static void *helper_main(void *arg)
 {
-	uint64_t slots_now;
-	char num[24];
+	int slots_now;
 	int ret;
 
 	(void)arg;
@@ -421,24 +437,8 @@ static void *helper_main(void *arg)
 	mw_heap_init();
 	mw_got_set_kinds(MW_GOT_ALLOC | MW_GOT_HEAP);
 	mw_track_enable();
-	slots_now = (uint64_t)mw_got_patch_all();
-	mw_fmt_u64(num, slots_now);
-	if (mw_got_foreign) {
-		/* said once, at attach: those calls stay untraced */
-		static const char tag[] = " untraced_allocator_in=";
-		char line[sizeof(num) + sizeof(tag) +
-			  sizeof(mw_got_foreign_object)];
-		size_t n = strlen(num);
-
-		memcpy(line, num, n);
-		memcpy(line + n, tag, sizeof(tag) - 1);
-		n += sizeof(tag) - 1;
-		memcpy(line + n, mw_got_foreign_object,
-		       strlen(mw_got_foreign_object) + 1);
-		answer("ok attached got_slots=", line);
-	} else {
-		answer("ok attached got_slots=", num);
-	}
+	slots_now = mw_got_patch_all();
+	answer_attached((uint64_t)slots_now);
 
 	for (;;) {
 		struct pollfd p[2] = { { efd, POLLIN, 0 }, { ino_fd, POLLIN, 0 } };

@@ -211,7 +211,7 @@ static void patch_rela_locked(struct scan *sc, const ElfW(Rela) *rel,
 		if (*addr == hooks[h].hook)
 			continue;	/* ours already */
 		if (!slot_ours(sc, h, &sc->symtab[symi], *addr)) {
-			if (!find_slot_locked(addr))
+			if (!find_slot_locked(addr))	/* not re-hooked ours */
 				note_foreign_locked(sc);
 			continue;
 		}
@@ -368,6 +368,9 @@ int mw_got_patch_all(void)
 	find_self();
 	mw_spin_lock(&got_lock);
 	prune_locked();
+	/* every walk meets every foreign slot again: count them anew */
+	mw_got_foreign = 0;
+	mw_got_foreign_object[0] = 0;
 	dl_iterate_phdr(patch_object, &total);
 	mw_spin_unlock(&got_lock);
 	return total;
@@ -406,8 +409,6 @@ int mw_got_restore_all(void)
 	int n = 0;
 
 	mw_spin_lock(&got_lock);
-	mw_got_foreign = 0;
-	mw_got_foreign_object[0] = 0;
 	dl_iterate_phdr(restore_object, &n);
 	__atomic_store_n(&nslots, 0, __ATOMIC_RELAXED);	/* the rest are gone */
 	mw_spin_unlock(&got_lock);

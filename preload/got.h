@@ -28,8 +28,9 @@ int mw_got_restore_all(void);
 int mw_got_patched(void);
 extern int mw_got_skipped;
 
-/* Slots left alone because they reach an allocator other than the one
- * the hooks forward to, and the first object holding one (its path). */
+/* Slots the last mw_got_patch_all left alone because they reach an
+ * allocator other than the one the hooks forward to, and the first
+ * object holding one (its path).  Protected by the GOT lock. */
 extern int mw_got_foreign;
 extern char mw_got_foreign_object[256];
 

@@ -55,19 +55,10 @@ size_t mw_boot_size(const void *p)
 	return size;
 }
 
-#define RESOLVE(name) \
-	(*(void **)&mw_real.name = dlsym(RTLD_NEXT, #name))
-#define RESOLVE_GLOBAL(name) \
-	(*(void **)&fns.name = dlsym(RTLD_DEFAULT, #name))
-
-int mw_real_resolve(void)
+/* Fills @f from @handle (RTLD_NEXT or RTLD_DEFAULT); 1 if all found. */
+static int resolve_into(struct mw_real_fns *f, void *handle)
 {
-	int r = __atomic_load_n(&mw_real_resolved, __ATOMIC_ACQUIRE);
-
-	if (r)
-		return r > 0 ? 0 : -ENOENT;
-	if (__atomic_exchange_n(&resolving, 1, __ATOMIC_ACQUIRE))
-		return -EAGAIN;
+#define RESOLVE(name) (*(void **)&f->name = dlsym(handle, #name))
 	RESOLVE(malloc);
 	RESOLVE(calloc);
 	RESOLVE(realloc);
@@ -78,10 +69,21 @@ int mw_real_resolve(void)
 	RESOLVE(memalign);
 	RESOLVE(valloc);
 	RESOLVE(pvalloc);
-	r = (mw_real.malloc && mw_real.calloc && mw_real.realloc &&
-	     mw_real.reallocarray && mw_real.free && mw_real.posix_memalign &&
-	     mw_real.aligned_alloc && mw_real.memalign && mw_real.valloc &&
-	     mw_real.pvalloc) ? 1 : -1;
+#undef RESOLVE
+	return f->malloc && f->calloc && f->realloc && f->reallocarray &&
+	       f->free && f->posix_memalign && f->aligned_alloc &&
+	       f->memalign && f->valloc && f->pvalloc;
+}
+
+int mw_real_resolve(void)
+{
+	int r = __atomic_load_n(&mw_real_resolved, __ATOMIC_ACQUIRE);
+
+	if (r)
+		return r > 0 ? 0 : -ENOENT;
+	if (__atomic_exchange_n(&resolving, 1, __ATOMIC_ACQUIRE))
+		return -EAGAIN;
+	r = resolve_into(&mw_real, RTLD_NEXT) ? 1 : -1;
 	__atomic_store_n(&mw_real_resolved, r, __ATOMIC_RELEASE);
 	__atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
 	return r > 0 ? 0 : -ENOENT;
@@ -96,19 +98,7 @@ int mw_real_use_global(void)
 {
 	struct mw_real_fns fns;
 
-	RESOLVE_GLOBAL(malloc);
-	RESOLVE_GLOBAL(calloc);
-	RESOLVE_GLOBAL(realloc);
-	RESOLVE_GLOBAL(reallocarray);
-	RESOLVE_GLOBAL(free);
-	RESOLVE_GLOBAL(posix_memalign);
-	RESOLVE_GLOBAL(aligned_alloc);
-	RESOLVE_GLOBAL(memalign);
-	RESOLVE_GLOBAL(valloc);
-	RESOLVE_GLOBAL(pvalloc);
-	if (!(fns.malloc && fns.calloc && fns.realloc && fns.reallocarray &&
-	      fns.free && fns.posix_memalign && fns.aligned_alloc &&
-	      fns.memalign && fns.valloc && fns.pvalloc)) {
+	if (!resolve_into(&fns, RTLD_DEFAULT)) {
 		/* better no attach than hooks forwarding to the wrong heap */
 		__atomic_store_n(&mw_real_resolved, -1, __ATOMIC_RELEASE);
 		return -ENOENT;

@@ -221,7 +221,9 @@ static const char *profile_location_in(int start, int limit, int *line)
 }
 
 /* Mostly the innermost Ruby frame is the first (Ruby code allocating)
- * or the second (under the C method it called). */
+ * or the second (under the C method it called).  Rubies that ignore
+ * @start (3.1 to 3.3) return the first two again in the second ask:
+ * the same answer, a little more work. */
 static const char *profile_location(int *line)
 {
 	const char *p = profile_location_in(0, PROFILE_FIRST, line);
@@ -267,10 +269,9 @@ int mw_ruby_thread_has_ec_sigsafe(int need_gvl)
 		return 0;
 	if (need_gvl && !has_gvl())
 		return 0;
-	if (via_profile && __atomic_load_n(&vm_gone, __ATOMIC_ACQUIRE))
-		return 0;
 	if (via_profile)	/* 3.2+: a Ruby thread is one with an EC */
-		return native_thread_p();
+		return !__atomic_load_n(&vm_gone, __ATOMIC_ACQUIRE) &&
+		       native_thread_p();
 	ec = __tls_get_addr(&ec_index);
 	return *ec != NULL;
 }

@@ -155,10 +155,10 @@ def spawn():
 LEAK_RB = os.path.join(ROOT, "tests", "targets", "leak.rb")
 
 
-def start_ready(spawn, argv):
-    """Starts a target and waits for its "ready" line: (target, the
-    line's key=value words as a dict)."""
-    t = spawn(argv)
+def start_ready(spawn, argv, **kw):
+    """Starts a target (spawn's keywords, e.g. env) and waits for its
+    "ready" line: (target, the line's key=value words as a dict)."""
+    t = spawn(argv, **kw)
     ready = t.expect("ready")
     return t, dict(w.split("=", 1) for w in ready.split() if "=" in w)
 

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from conftest import (LEAK_RB, MWRAP, TARGETS, attach, parse_dump,
-                      parse_json_dump, ptrace_allowed, run, start_leak,
+                      parse_json_dump, ptrace_allowed, run,
                       start_ready)
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
@@ -36,21 +36,36 @@ def dump_json(pid):
     return parse_json_dump(p.stdout)
 
 
+def control(pid, *args):
+    """mwrap-attach -p PID ARGS, which must succeed; its output."""
+    p = attach(["-p", str(pid), *args])
+    assert p.returncode == 0, p.stderr
+    return p.stdout + p.stderr
+
+
+def ask(t, command, answer):
+    t.send(command)
+    t.expect(answer)
+
+
+def leak_here(pid):
+    """The dump's site of deepbind.c's leak_here()."""
+    _, sites = dump_json(pid)
+    found = [s for loc, s in sites.items() if "leak_here" in loc]
+    assert found, sites.keys()
+    return found[0]
+
+
 @needs_ptrace
 @pytest.mark.parametrize("alloc", list(ALLOCATORS))
 def test_ruby_survives_attach_cycles_with_each_allocator(spawn, alloc):
-    env = preload_env(alloc)
-    t, fields = start_ready(spawn, ["ruby", LEAK_RB]) if not env else \
-        _start_leak_env(spawn, env)
+    t, fields = start_ready(spawn, ["ruby", LEAK_RB], env=preload_env(alloc))
     line = int(fields["leak_line"])
     # blocks made before the first attach, freed while attached and after
-    t.send("leak 500 5000")
-    t.expect("leaked")
+    ask(t, "leak 500 5000", "leaked")
     for cycle in range(3):
-        p = attach(["-p", str(t.pid), "--keep"])
-        assert p.returncode == 0, p.stderr
-        t.send("leak 1000 10000")
-        t.expect("leaked")
+        control(t.pid, "--keep")
+        ask(t, "leak 1000 10000", "leaked")
         header, sites = dump_json(t.pid)
         # the report names the allocator whose numbers it shows
         assert header["allocator"].split()[0] == alloc, header
@@ -59,50 +74,32 @@ def test_ruby_survives_attach_cycles_with_each_allocator(spawn, alloc):
         # 1000 strings of 10,000 bytes (heap buffer = size incl. NUL)
         assert site["live_count"] >= 1000, (alloc, cycle, site)
         assert abs(site["live_bytes"] - 10_000_000) <= 1_000_000, site
-        t.send("churn 2000")
-        t.expect("churned")
-        p = attach(["-p", str(t.pid), "--detach"])
-        assert p.returncode == 0, p.stderr
-        t.send("churn 2000")
-        t.expect("churned")
+        ask(t, "churn 2000", "churned")
+        control(t.pid, "--detach")
+        ask(t, "churn 2000", "churned")
     rc, rest, err = t.finish()
     assert rc == 0, err
     assert rest[-1].startswith("bye "), rest
 
 
-def _start_leak_env(spawn, env):
-    t = spawn(["ruby", LEAK_RB], env=env)
-    ready = t.expect("ready")
-    return t, dict(w.split("=", 1) for w in ready.split() if "=" in w)
-
-
 @needs_ptrace
 def test_a_library_with_its_own_allocator_is_left_alone(spawn):
-    """libdeep.so reaches jemalloc through RTLD_DEEPBIND while the process
-    runs glibc: its slots must not be forwarded to glibc, or its blocks
-    made before the attach and freed during it would kill the target."""
-    deep = os.path.join(TARGETS, "libdeep.so")
-    t = spawn([os.path.join(TARGETS, "deepbind"), deep])
+    """libdeep.so reaches libdeepalloc through RTLD_DEEPBIND while the
+    process runs glibc: its slots must not be forwarded to glibc, or its
+    blocks made before the attach and freed during it would kill the
+    target (libdeepalloc aborts on a free that is not its own)."""
+    t = spawn([os.path.join(TARGETS, "deepbind"),
+               os.path.join(TARGETS, "libdeep.so")])
     t.expect("ready")
-    t.send("keep 2000")
-    t.expect("kept")
-    p = attach(["-p", str(t.pid), "--keep", "-v"])
-    assert p.returncode == 0, p.stderr
-    assert "untraced_allocator_in=" in p.stderr + p.stdout
-    assert "libdeep.so" in p.stderr + p.stdout
-    t.send("drop")
-    t.expect("dropped")
-    t.send("keep 100")
-    t.expect("kept")
-    t.send("leak 300")
-    t.expect("leaked")
-    _, sites = dump_json(t.pid)
-    leak = [s for loc, s in sites.items() if "leak_here" in loc]
-    assert leak and leak[0]["live_count"] == 300, sites.keys()
-    p = attach(["-p", str(t.pid), "--detach"])
-    assert p.returncode == 0, p.stderr
-    t.send("drop")
-    t.expect("dropped")
+    ask(t, "keep 2000", "kept")
+    said = control(t.pid, "--keep", "-v")
+    assert "untraced_allocator_in=" in said and "libdeep.so" in said, said
+    ask(t, "drop", "dropped")
+    ask(t, "keep 100", "kept")
+    ask(t, "leak 300", "leaked")
+    assert leak_here(t.pid)["live_count"] == 300
+    control(t.pid, "--detach")
+    ask(t, "drop", "dropped")
     rc, rest, err = t.finish()
     assert rc == 0 and rest == ["bye"], err
 
@@ -112,24 +109,15 @@ def test_c_target_with_jemalloc_linked_in(spawn):
     t = spawn([os.path.join(TARGETS, "deepbind-jemalloc"),
                os.path.join(TARGETS, "libdeep.so")])
     t.expect("ready")
-    t.send("keep 1000")
-    t.expect("kept")
-    t.send("leak 200")
-    t.expect("leaked")
+    ask(t, "keep 1000", "kept")
+    ask(t, "leak 200", "leaked")
     for _ in range(2):
-        p = attach(["-p", str(t.pid), "--keep"])
-        assert p.returncode == 0, p.stderr
-        t.send("leak 400")
-        t.expect("leaked")
-        _, sites = dump_json(t.pid)
-        leak = [s for loc, s in sites.items() if "leak_here" in loc]
-        assert leak and leak[0]["live_count"] == 400, sites.keys()
-        t.send("drop")
-        t.expect("dropped")
-        p = attach(["-p", str(t.pid), "--detach"])
-        assert p.returncode == 0, p.stderr
-        t.send("keep 500")
-        t.expect("kept")
+        control(t.pid, "--keep")
+        ask(t, "leak 400", "leaked")
+        assert leak_here(t.pid)["live_count"] == 400
+        ask(t, "drop", "dropped")
+        control(t.pid, "--detach")
+        ask(t, "keep 500", "kept")
     rc, rest, err = t.finish()
     assert rc == 0 and rest == ["bye"], err
 
