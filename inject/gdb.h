@@ -2,10 +2,12 @@
  *
  * For systems where our own ptrace use is refused or distrusted.  The
  * call is made in a thread blocked in a lock-free syscall if there is
- * one, else at the entry of malloc/free/calloc/realloc (never inside
- * them, never from ld.so); unwindonsignal is on and asynchronous signals
- * pass through.  On timeout gdb only ever gets SIGINT: SIGTERM or
- * SIGKILL in the middle of a call kill the target later. */
+ * one, else in a thread that the attach stopped in code of its own
+ * (outside libc, ld.so and our libraries); unwindonsignal is on and
+ * asynchronous signals pass through.  gdb never waits for a safe point:
+ * it detaches and is run again until the deadline.  We never signal
+ * gdb (see run_gdb in gdb.c), so no timeout of ours sends the target a
+ * signal. */
 #ifndef MWI_GDB_H
 #define MWI_GDB_H
 
