@@ -100,13 +100,13 @@ static void remember_signal(struct mwi_thread *t, int sig)
 		t->pending[t->npending++] = sig;
 }
 
-/* Interrupts the running thread and waits for the interrupt stop.  A
- * signal that arrives first is delivered when @deliver (the thread runs
- * its own code: let it have its signals now rather than lose them if we
- * die), else held back until mwi_release (a call of ours is running). */
-static int interrupt(struct mwi_thread *t, int deliver)
+/* Interrupts the running thread and waits for the interrupt stop,
+ * holding back signals that arrive first (re-sent by mwi_release).  Not
+ * delivered now: a handler run during our search for a safe point could
+ * be taken for one, while what it interrupted holds a lock. */
+static int interrupt(struct mwi_thread *t)
 {
-	int status, ret, sig;
+	int status, ret;
 
 	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0))
 		return -errno;
@@ -116,12 +116,10 @@ static int interrupt(struct mwi_thread *t, int deliver)
 			return ret;
 		if (is_event_stop(status))
 			return 0;
-		sig = 0;
-		if (WIFSTOPPED(status) && deliver)
-			sig = WSTOPSIG(status);
-		else if (WIFSTOPPED(status))
+		/* a signal-delivery stop: keep the signal for later */
+		if (WIFSTOPPED(status))
 			remember_signal(t, WSTOPSIG(status));
-		if (ptrace(PTRACE_CONT, t->tid, 0, (void *)(long)sig))
+		if (ptrace(PTRACE_CONT, t->tid, 0, 0))
 			return -errno;
 	}
 }
@@ -134,7 +132,7 @@ int mwi_seize(struct mwi_thread *t)
 	if (ptrace(PTRACE_SEIZE, t->tid, 0, (void *)PTRACE_O_TRACESYSGOOD))
 		return -errno;
 	t->seized = 1;
-	ret = interrupt(t, 1);
+	ret = interrupt(t);
 	t->stop_start_us = mwi_now_us();
 	return ret;
 }
@@ -278,7 +276,7 @@ int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m)
 			return -errno;
 		t->stopped_us += mwi_now_us() - t->stop_start_us;
 		usleep(200 + (unsigned)(attempt * 7919 % 10) * 300);
-		ret = interrupt(t, 1);
+		ret = interrupt(t);
 		t->stop_start_us = mwi_now_us();
 		if (ret)
 			return ret;
@@ -543,7 +541,7 @@ static int finish_call(struct mwi_thread *t, uintptr_t stop_rip,
 		err = wait_stop(t, t->deadline_ms, &status);
 		if (err == -ETIMEDOUT) {
 			/* stop it and let mwi_release unwind the call */
-			interrupt(t, 0);
+			interrupt(t);
 			return -ETIMEDOUT;
 		}
 		if (err)
