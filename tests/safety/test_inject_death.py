@@ -56,8 +56,8 @@ def start_target(spawn, kind):
     if kind == "c":
         t = spawn(["setsid", BUSYCOPY, "64"])
         want = "copies ok sigint=0"
-    elif kind == "c-malloc":
-        t = spawn(["setsid", BUSYCOPY, "1", "malloc"])
+    elif kind in ("c-malloc", "c-realloc"):
+        t = spawn(["setsid", BUSYCOPY, "1", kind[2:]])
         want = "copies ok sigint=0"
     else:
         t = spawn(["setsid", "ruby", "-e", RUBY_COPY])
@@ -96,11 +96,13 @@ def end_target(t, want):
     assert (rc, rest) == (0, [want]), err
 
 
-@pytest.mark.parametrize("kind", ["c", "ruby"])
+@pytest.mark.parametrize("kind", ["c", "ruby", "c-realloc"])
 @pytest.mark.parametrize("n", RUNS)
 def test_injector_killed_at_any_moment(spawn, kind, n):
     """SIGKILL to mwrap-inject at ten moments of its run, from just
-    after its start (seizing, finding a safe point) to its calls."""
+    after its start (seizing, finding a safe point) to its calls.  In
+    c-realloc the thread is mostly inside libc (memcpy under realloc):
+    several stops before a safe point, so more kills land there."""
     t, want = start_target(spawn, kind)
     for k in range(10):
         inj = subprocess.Popen([INJECT, "-p", str(t.pid), "--timeout", "20",
@@ -132,6 +134,21 @@ def test_busy_in_memcpy_attaches(spawn, kind, n):
     assert p.stdout.startswith("result=")
     assert has_lib(t.pid)
     assert tracer_of(t.pid) == 0
+    end_target(t, want)
+
+
+@pytest.mark.parametrize("n", RUNS)
+def test_memcpy_inside_realloc_is_no_safe_point(spawn, n):
+    """memcpy called by realloc runs under the arena's lock: a thread
+    there must be let run on, never taken for one inside a string
+    routine that its own code called."""
+    t, want = start_target(spawn, "c-realloc")
+    for _ in range(4):
+        p = subprocess.run([INJECT, "-v", "-p", str(t.pid), "--timeout", "10",
+                            LIB, "mw_attach", ""],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "inside a string routine" not in p.stderr
     end_target(t, want)
 
 
