@@ -51,7 +51,8 @@ static const char script_fmt[] =
 "        if len(f) < 6 or 'x' not in f[1]:\n"
 "            continue\n"
 "        name = f[5].rsplit('/', 1)[-1]\n"
-"        if name.startswith(('libc.so', 'libc-', 'ld-', 'libmwrap', 'liburcu')):\n"
+"        if name.startswith(('libc.so', 'libc-', 'ld-', 'libmwrap',\n"
+"                            'liburcu')):\n"
 "            lo, hi = f[0].split('-')\n"
 "            r.append((int(lo, 16), int(hi, 16)))\n"
 "    return r\n"
@@ -83,7 +84,8 @@ static const char script_fmt[] =
 "    for t in threads:\n"
 "        t.switch()\n"
 "        pc = int(gdb.parse_and_eval('(unsigned long)$pc'))\n"
-"        if syscall_of(t.ptid[1]) == -1 and not any(lo <= pc < hi for lo, hi in bad):\n"
+"        if syscall_of(t.ptid[1]) == -1 and \\\n"
+"           not any(lo <= pc < hi for lo, hi in bad):\n"
 "            chosen = t\n"
 "            break\n"
 "if chosen is None:\n"
@@ -235,7 +237,8 @@ int mwi_gdb_inject(pid_t pid, const char *lib, const char *fn,
 		}
 		late = ret == 1;
 		if (late || !strstr(out, "MW_NOSAFE=") ||
-		    now_ms() + 50 >= deadline || (kill(pid, 0) && errno == ESRCH))
+		    now_ms() + 50 >= deadline ||
+		    (kill(pid, 0) && errno == ESRCH))
 			break;
 		usleep(50000);
 	}
@@ -254,8 +257,8 @@ int mwi_gdb_inject(pid_t pid, const char *lib, const char *fn,
 	}
 	if (strstr(out, "MW_NOSAFE=")) {
 		fprintf(stderr, "mwrap-inject: finding a safe point: timed out "
-			"(every thread inside libc or the loader, none blocked in "
-			"a lock-free syscall)\n");
+			"(every thread inside libc or the loader, none "
+			"blocked in a lock-free syscall)\n");
 		return EX_NOSAFE;
 	}
 	m = strstr(out, "MW_RESULT=");

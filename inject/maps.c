@@ -50,8 +50,8 @@ static int find_libc(pid_t pid, uintptr_t *base, uintptr_t *lo_x,
 
 		file[0] = '\0';
 		if (sscanf(buf, "%lx-%lx %7s %lx %31s %lu %4095[^\n]", &lo, &hi,
-			   perms, &off, d, &inode, file) < 6 || file[0] != '/' ||
-		    strstr(file, " (deleted)"))
+			   perms, &off, d, &inode, file) < 6 ||
+		    file[0] != '/' || strstr(file, " (deleted)"))
 			continue;
 		name = strrchr(file, '/') + 1;
 		if (!is_libc(name))
@@ -76,14 +76,14 @@ static int find_libc(pid_t pid, uintptr_t *base, uintptr_t *lo_x,
  * write only the memory they are given, never call malloc, stdio or the
  * loader, and call nothing else: x86-64 glibc writes them as leaves in
  * assembly that never move rsp (checked on Debian 12's glibc 2.36 for
- * the AVX-512/EVEX variants picked here: no push, call or rsp operand in
- * them or in the code they jump to; the _chk ones jump to __chk_fail,
- * which aborts anyway).  A thread inside one, called from application code, is at
- * a safe point: our calls can run on it and it resumes mid-copy.  This
- * is what makes a thread that lives in memcpy (copying big strings)
- * attachable without waiting for it to leave libc.  Anything else in
- * libc may hold a lock or half-updated state (the malloc family, stdio,
- * the loader, locale, atexit, ...). */
+ * the AVX-512/EVEX variants picked here: no push, call or rsp operand
+ * in them or in the code they jump to; the _chk ones may jump to
+ * __chk_fail, which aborts anyway).  A thread inside one, called from
+ * application code, is at a safe point: our calls can run on it and it
+ * resumes mid-copy.  This is what makes a thread that lives in memcpy
+ * (copying big strings) attachable without waiting for it to leave
+ * libc.  Anything else in libc may hold a lock or half-updated state
+ * (the malloc family, stdio, the loader, locale, atexit, ...). */
 static const char *const leaf_names[] = {
 	"memcpy", "memmove", "mempcpy", "memset", "memcmp", "bcmp",
 	"memchr", "memrchr", "rawmemchr", "strlen", "strnlen", "strchr",
