@@ -30,6 +30,8 @@ static const char script_fmt[] =
 "python\n"
 "import gdb\n"
 "PID = %d\n"
+"LIBC = (%lu, %lu)\n"
+"LEAF = {%s}\n"
 "LIB = \"%s\"\n"
 "FN = \"%s\"\n"
 "ARG = \"%s\"\n"
@@ -56,6 +58,36 @@ static const char script_fmt[] =
 "            lo, hi = f[0].split('-')\n"
 "            r.append((int(lo, 16), int(hi, 16)))\n"
 "    return r\n"
+"def rd(addr, n):\n"
+"    return bytes(gdb.selected_inferior().read_memory(addr, n))\n"
+"def le(b, signed=False):\n"
+"    return int.from_bytes(b, 'little', signed=signed)\n"
+/* inside a libc string routine called from code of its own: see
+ * in_leaf_called_from_outside in ptrace.c */
+"def in_leaf(pc, sp, bad):\n"
+"    if not LEAF or not LIBC[0] <= pc < LIBC[1]:\n"
+"        return False\n"
+"    try:\n"
+"        ret = le(rd(sp, 8))\n"
+"        if any(lo <= ret < hi for lo, hi in bad):\n"
+"            return False\n"
+"        c = rd(ret - 6, 6)\n"
+"        disp = le(c[2:6], True)\n"
+"        if c[0:2] == b'\\xff\\x15':\n"
+"            return le(rd(ret + disp, 8)) in LEAF\n"
+"        if c[1] != 0xe8:\n"
+"            return False\n"
+"        dest = ret + disp\n"
+"        if dest in LEAF:\n"
+"            return True\n"
+"        s = rd(dest, 12)\n"
+"        i = 4 if s[0:4] == b'\\xf3\\x0f\\x1e\\xfa' else 0\n"
+"        i += 1 if s[i] == 0xf2 else 0\n"
+"        if s[i:i + 2] != b'\\xff\\x25':\n"
+"            return False\n"
+"        return le(rd(dest + i + 6 + le(s[i + 2:i + 6], True), 8)) in LEAF\n"
+"    except gdb.MemoryError:\n"
+"        return False\n"
 "def call():\n"
 "    h = gdb.parse_and_eval('(void*)dlopen(\"%%s\", 4098)' %% LIB)\n"
 "    print('MW_HANDLE=%%#x' %% int(h))\n"
@@ -78,14 +110,16 @@ static const char script_fmt[] =
 "        if t.ptid[1] == PID:\n"
 "            break\n"
 /* else a thread stopped by the attach in code of its own (outside libc,
- * the loader and our libraries), as the native backend's stops */
+ * the loader and our libraries) or in a libc string routine that code
+ * called, as the native backend's stops */
 "if chosen is None:\n"
 "    bad = unsafe_ranges()\n"
 "    for t in threads:\n"
 "        t.switch()\n"
 "        pc = int(gdb.parse_and_eval('(unsigned long)$pc'))\n"
+"        sp = int(gdb.parse_and_eval('(unsigned long)$sp'))\n"
 "        if syscall_of(t.ptid[1]) == -1 and \\\n"
-"           not any(lo <= pc < hi for lo, hi in bad):\n"
+"           (not any(lo <= pc < hi for lo, hi in bad) or in_leaf(pc, sp, bad)):\n"
 "            chosen = t\n"
 "            break\n"
 "if chosen is None:\n"
@@ -138,9 +172,11 @@ static int maps_has(pid_t pid, const char *lib)
  * A SIGINT would make gdb interrupt the target with a SIGINT to the
  * target's whole process group, passed on when the target resumes;
  * SIGTERM or SIGKILL in the middle of a call kill the target later. */
-static int run_gdb(pid_t pid, const char *lib, const char *fn,
-		   const char *arg, long until, char *out, size_t size)
+static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
+		   const char *fn, const char *arg, long until, char *out,
+		   size_t size)
 {
+	char leaf[MWI_MAX_LEAF * 20 + 1] = "";
 	char script[] = "/tmp/mwrap-inject.XXXXXX", pidbuf[16];
 	int fd, pipefd[2], status, late = 0;
 	size_t len = 0;
@@ -153,7 +189,11 @@ static int run_gdb(pid_t pid, const char *lib, const char *fn,
 		perror("mwrap-inject: gdb script");
 		return -1;
 	}
-	fprintf(f, script_fmt, (int)pid, lib, fn, arg);
+	for (int i = 0; i < m->nleaf; i++)
+		snprintf(leaf + strlen(leaf), sizeof(leaf) - strlen(leaf),
+			 "%s%lu", i ? ", " : "", (unsigned long)m->leaf[i]);
+	fprintf(f, script_fmt, (int)pid, (unsigned long)m->libc_lo,
+		(unsigned long)m->libc_hi, leaf, lib, fn, arg);
 	fclose(f);
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		unlink(script);
@@ -206,8 +246,9 @@ static int run_gdb(pid_t pid, const char *lib, const char *fn,
 	return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? 127 : 0;
 }
 
-int mwi_gdb_inject(pid_t pid, const char *lib, const char *fn,
-		   const char *arg, double timeout, int verbose, int *result)
+int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
+		   const char *fn, const char *arg, double timeout, int verbose,
+		   int *result)
 {
 	static char out[65536];
 	long deadline = now_ms() + (long)(timeout * 1000);
@@ -227,8 +268,8 @@ int mwi_gdb_inject(pid_t pid, const char *lib, const char *fn,
 	 * to finish its call (gdb startup alone takes a good part of a
 	 * second). */
 	for (;;) {
-		ret = run_gdb(pid, lib, fn, arg, deadline + GDB_GRACE_MS, out,
-			      sizeof(out));
+		ret = run_gdb(pid, maps, lib, fn, arg, deadline + GDB_GRACE_MS,
+			      out, sizeof(out));
 		if (ret < 0)
 			return EX_TARGET;
 		if (ret == 127) {

@@ -338,7 +338,8 @@ int main(int argc, char **argv)
 	if (use_gdb) {
 		int result;
 
-		code = mwi_gdb_inject((pid_t)pid, argv[optind], argv[optind + 1],
+		code = mwi_gdb_inject((pid_t)pid, &maps, argv[optind],
+				      argv[optind + 1],
 				      argc - optind == 3 ? argv[optind + 2] : "",
 				      timeout, verbose, &result);
 		if (code == 0)
