@@ -6,7 +6,8 @@
  *
  * FUNCTION is called as int FUNCTION(const char *arg) in one thread of
  * the target, stopped at a safe point (never inside libc or the loader
- * unless blocked in a lock-free syscall); its result is printed as
+ * unless blocked in a lock-free syscall, or inside memcpy and the like
+ * called from outside them); its result is printed as
  * "result=N".  Everything the call changed in the thread (registers,
  * vector state, signal mask, stack bytes) is put back before detaching.
  */
@@ -337,7 +338,8 @@ int main(int argc, char **argv)
 	if (use_gdb) {
 		int result;
 
-		code = mwi_gdb_inject((pid_t)pid, argv[optind], argv[optind + 1],
+		code = mwi_gdb_inject((pid_t)pid, &maps, argv[optind],
+				      argv[optind + 1],
 				      argc - optind == 3 ? argv[optind + 2] : "",
 				      timeout, verbose, &result);
 		if (code == 0)
