@@ -409,8 +409,11 @@ static void *helper_main(void *arg)
 	ret = open_control_files();
 	if (ret < 0)
 		goto fail;
-	if (mw_sites_init()) {
-		answer("error: ", "cannot create the site table");
+	ret = mw_sites_init();
+	if (ret) {
+		/* before anything is hooked: the target runs on untouched */
+		answer("error: cannot create the site table (a memory limit?): ",
+		       strerrordesc_np(-ret));
 		goto fail;
 	}
 	mw_ruby_init();
