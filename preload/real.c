@@ -55,6 +55,15 @@ size_t mw_boot_size(const void *p)
 	return size;
 }
 
+/* Whether @a and @b are both defined, by the same loaded object. */
+static int same_object(void *a, void *b)
+{
+	Dl_info ia, ib;
+
+	return a && b && dladdr(a, &ia) && dladdr(b, &ib) &&
+	       ia.dli_fbase == ib.dli_fbase;
+}
+
 /* Fills @f from @handle (RTLD_NEXT or RTLD_DEFAULT); 1 if all found. */
 static int resolve_into(struct mw_real_fns *f, void *handle)
 {
@@ -69,7 +78,11 @@ static int resolve_into(struct mw_real_fns *f, void *handle)
 	RESOLVE(memalign);
 	RESOLVE(valloc);
 	RESOLVE(pvalloc);
+	RESOLVE(malloc_usable_size);
 #undef RESOLVE
+	if (!same_object(*(void **)&f->malloc,
+			 *(void **)&f->malloc_usable_size))
+		f->malloc_usable_size = NULL;
 	return f->malloc && f->calloc && f->realloc && f->reallocarray &&
 	       f->free && f->posix_memalign && f->aligned_alloc &&
 	       f->memalign && f->valloc && f->pvalloc;

@@ -21,6 +21,9 @@ struct mw_real_fns {
 	void *(*memalign)(size_t, size_t);
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
+	/* optional: NULL unless malloc's own object defines it (another
+	 * object's would misread the allocator's blocks) */
+	size_t (*malloc_usable_size)(void *);
 };
 
 /* Filled by mw_real_resolve(); read-only afterwards. */

@@ -3,9 +3,10 @@
  *   prelive N SIZE	allocates N blocks of SIZE bytes, prints "ready"
  *
  * then reads commands on stdin, one a line, each answered by one line:
- *   free PCT		frees PCT % of the first blocks: "freed K"
+ *   free PCT		frees PCT % of the first blocks: "freed K ns=N"
  *   alloc K SIZE	allocates K more blocks, kept: "allocated K"
- *   churn K		K malloc/free pairs of 64 bytes: "churned K"
+ *   churn K		K malloc/free pairs of 64 bytes: "churned K ns=N"
+ * (N: nanoseconds per free, per pair, for bench-like comparisons)
  * and on EOF frees everything, checks its blocks and prints "bye OK"
  * (exit 0) or "bye CORRUPT" (exit 1).
  */
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static unsigned char **blocks;
 static size_t nblocks, cap;
@@ -34,6 +36,14 @@ __attribute__((noinline)) void *window_alloc(size_t size)
 	if (p)
 		memset(p, 0x5a, size < 16 ? size : 16);
 	return p;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int keep(void *p)
@@ -69,6 +79,7 @@ int main(int argc, char **argv)
 
 		if (sscanf(line, "free %lu", &a) == 1) {
 			size_t upto = first + (nblocks - first) * a / 100, k;
+			uint64_t t0 = now_ns();
 
 			for (k = first; k < upto; k++) {
 				if (blocks[k] && blocks[k][0] != 0x5a)
@@ -76,7 +87,9 @@ int main(int argc, char **argv)
 				free(blocks[k]);
 				blocks[k] = NULL;
 			}
-			printf("freed %zu\n", upto - first);
+			printf("freed %zu ns=%.1f\n", upto - first,
+			       (double)(now_ns() - t0) / (double)(upto > first ?
+								upto - first : 1));
 			first = upto;
 		} else if (sscanf(line, "alloc %lu %lu", &a, &b) == 2) {
 			for (i = 0; i < a; i++)
@@ -84,9 +97,12 @@ int main(int argc, char **argv)
 					ok = 0;
 			printf("allocated %lu\n", a);
 		} else if (sscanf(line, "churn %lu", &a) == 1) {
+			uint64_t t0 = now_ns();
+
 			for (i = 0; i < a; i++)
 				free(window_alloc(64));
-			printf("churned %lu\n", a);
+			printf("churned %lu ns=%.1f\n", a,
+			       (double)(now_ns() - t0) / (double)(a ? a : 1));
 		} else {
 			printf("unknown\n");
 		}
