@@ -22,7 +22,9 @@ struct mw_real_fns {
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
 	/* optional: NULL unless malloc's own object defines it (another
-	 * object's would misread the allocator's blocks) */
+	 * object's would misread the allocator's blocks); for glibc, a
+	 * reading of the chunk header that skips its in-use check, so only
+	 * for blocks known to be allocated */
 	size_t (*malloc_usable_size)(void *);
 };
 

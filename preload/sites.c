@@ -9,6 +9,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* Records: MW_SITE_MAX / CHUNK chunks of CHUNK records, mapped on demand. */
 #define CHUNK_SHIFT 12
@@ -87,27 +90,42 @@ static struct addr_cache_entry addr_cache[1u << ADDR_CACHE_BITS];
 /* Buckets: created with MIN_BUCKETS, grown by us (never by a worker
  * of liburcu's: with CDS_LFHT_AUTO_RESIZE, cds_lfht_new starts one and
  * aborts the process when it cannot, as under a tight RLIMIT_AS or a
- * pids cgroup at its limit) up to MAX_BUCKETS, four sites a chain at
- * MW_SITE_MAX.  A maximum makes liburcu reserve the whole bucket array
- * as one PROT_NONE mapping at creation and grow inside it, so growing
- * never needs new address space nor malloc (both would abort on
- * failure: an assert, or urcu_die). */
+ * pids cgroup at its limit) up to max_buckets.  A maximum makes
+ * liburcu reserve the whole bucket array as one PROT_NONE mapping at
+ * creation and grow inside it, so growing never needs new address
+ * space nor malloc (both would abort on failure: an assert, or
+ * urcu_die). */
 #define MIN_BUCKETS 1024ul
-#define MAX_BUCKETS (MW_SITE_MAX / 4)
 /* Grown from inside a hook only up to here: beyond it liburcu splits
  * the work among threads of its own, which only the helper may start. */
 #define INLINE_BUCKETS 8192ul
 
 static unsigned long buckets = MIN_BUCKETS;	/* grow_lock */
+static unsigned long max_buckets;		/* set once, at creation */
 static int helper_grows;	/* set once a helper calls grow_table */
+
+/* A bucket per site (16 MiB of address space, touched as it grows);
+ * under an address-space limit, a sixteenth of that: chains of up to
+ * 16 sites at MW_SITE_MAX rather than an attach refused for want of
+ * room.  (At a million sites, chains of 4 cost ~1 us per allocation
+ * against 1 bucket a site.) */
+static unsigned long choose_max_buckets(void)
+{
+	struct rlimit rl;
+
+	if (syscall(SYS_getrlimit, RLIMIT_AS, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY)
+		return MW_SITE_MAX / 16;
+	return MW_SITE_MAX;
+}
 
 /* What cds_lfht_new and this thread's urcu-bp registration will map
  * and allocate, tried first: liburcu aborts where we fail cleanly.
  * Only another thread mapping the last of the address space between
  * this probe and liburcu's own calls can still beat it. */
-static int probe_memory(void)
+static int probe_memory(unsigned long nbuckets)
 {
-	size_t len = MAX_BUCKETS * sizeof(struct cds_lfht_node) + (1u << 20);
+	size_t len = nbuckets * sizeof(struct cds_lfht_node) + (1u << 20);
 	void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	void *p;
@@ -133,7 +151,8 @@ int mw_sites_init(void)
 	ret = mw_counts_init();
 	if (ret)
 		return ret;
-	ret = probe_memory();
+	max_buckets = choose_max_buckets();
+	ret = probe_memory(max_buckets);
 	if (ret)
 		return ret;
 	/* Registered now, while its registry can be checked for room: the
@@ -142,7 +161,7 @@ int mw_sites_init(void)
 	 * registry.  No other thread of ours ever reads under RCU. */
 	rcu_read_lock();
 	rcu_read_unlock();
-	table = cds_lfht_new(MIN_BUCKETS, MIN_BUCKETS, MAX_BUCKETS, 0, NULL);
+	table = cds_lfht_new(MIN_BUCKETS, MIN_BUCKETS, max_buckets, 0, NULL);
 	return table ? 0 : -ENOMEM;
 }
 
@@ -166,7 +185,7 @@ void mw_sites_grow_table(void)
 		return;
 	__atomic_store_n(&helper_grows, 1, __ATOMIC_RELAXED);
 	mw_spin_lock(&grow_lock);
-	grow_locked(MAX_BUCKETS);
+	grow_locked(max_buckets);
 	mw_spin_unlock(&grow_lock);
 }
 

@@ -78,7 +78,8 @@ struct mw_site *mw_site_find_location(const char *path, size_t pathlen,
 				      int line);
 struct mw_site *mw_site_find_addr(uintptr_t addr);
 
-/* Grows the hash table to a bucket per site (up to MW_SITE_MAX / 4).
+/* Grows the hash table to a bucket per site (up to MW_SITE_MAX, or a
+ * sixteenth of it under an address-space limit).
  * The table is made without CDS_LFHT_AUTO_RESIZE: liburcu's resize
  * worker is a thread whose creation aborts the process when it fails
  * (a tight RLIMIT_AS, a pids cgroup at its limit).  liburcu may start
