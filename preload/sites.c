@@ -107,8 +107,7 @@ static int helper_grows;	/* set once a helper calls grow_table */
 /* A bucket per site (16 MiB of address space, touched as it grows);
  * under an address-space limit, a sixteenth of that: chains of up to
  * 16 sites at MW_SITE_MAX rather than an attach refused for want of
- * room.  (At a million sites, chains of 4 cost ~1 us per allocation
- * against 1 bucket a site.) */
+ * room. */
 static unsigned long choose_max_buckets(void)
 {
 	struct rlimit rl;
@@ -158,7 +157,10 @@ int mw_sites_init(void)
 	/* Registered now, while its registry can be checked for room: the
 	 * thread that grows the table takes a read lock, and urcu-bp
 	 * registers a thread lazily and aborts when it cannot map its
-	 * registry.  No other thread of ours ever reads under RCU. */
+	 * registry.  The only other readers are liburcu's resize threads
+	 * (started by the helper, and only once their stacks could be
+	 * mapped) and, preloaded, the few hooks that grow the table, which
+	 * fit in the registry's first chunk (8 threads). */
 	rcu_read_lock();
 	rcu_read_unlock();
 	table = cds_lfht_new(MIN_BUCKETS, MIN_BUCKETS, max_buckets, 0, NULL);
