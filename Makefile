@@ -30,7 +30,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/hotsite build/targets/forker \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc \
-	build/targets/busycopy
+	build/targets/busycopy build/targets/prelive
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks test-debian13 test-ruby34
