@@ -54,7 +54,7 @@ deps:
 	@scripts/install-deps
 
 INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.c \
-	inject/gdb.c
+	inject/gdb.c inject/seccomp.c
 
 C_TESTS = build/tests/test_options build/tests/test_control
 
@@ -85,7 +85,7 @@ preload/libmwrap.so: $(LIB_OBJS)
 		-Wl,-z,relro -Wl,--no-undefined -lpthread -ldl
 
 inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h \
-		inject/gdb.h
+		inject/gdb.h inject/seccomp.h
 	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c
