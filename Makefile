@@ -29,7 +29,7 @@ URCU_LIBS = -lurcu-cds -lurcu-bp
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/hotsite build/targets/forker \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
-	build/targets/libdeep.so build/targets/deepbind-jemalloc
+	build/targets/libdeep.so build/targets/deepbind-jemalloc build/targets/sctarget
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks test-debian13 test-ruby34
@@ -91,6 +91,11 @@ inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread -ldl
+
+# a target under a seccomp filter of the test's choosing
+build/targets/sctarget: tests/container/sctarget.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread
 
 # two allocators in one process (tests/test_allocators.py)
 build/targets/libdeepalloc.so: tests/targets/deep_alloc.c

@@ -12,6 +12,10 @@
  *   kill NR...    SECCOMP_RET_KILL_PROCESS on those syscall numbers
  *   trap NR...    SECCOMP_RET_TRAP (SIGSYS, no handler: a core dump)
  *   errno NR...   SECCOMP_RET_ERRNO(EPERM)
+ *   enosys NR...  SECCOMP_RET_ERRNO(ENOSYS), as the runtimes answer clone3
+ *
+ * "sctarget MODE NR... -- CMD ARGS" runs CMD under that filter instead
+ * (a checker under the same filter as its target).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -141,27 +145,48 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 	char line[256];
 	size_t size;
-	int ret, n, i;
+	int ret, n, i, nargs;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (nargs = 2; nargs < argc && strcmp(argv[nargs], "--"); nargs++)
+		;
+	nargs -= 2;
 	if (!strcmp(mode, "log"))
 		ret = log_mode();
 	else if (!strcmp(mode, "kill"))
-		ret = list_mode(argv + 2, argc - 2, SECCOMP_RET_KILL_PROCESS);
+		ret = list_mode(argv + 2, nargs, SECCOMP_RET_KILL_PROCESS);
 	else if (!strcmp(mode, "trap"))
-		ret = list_mode(argv + 2, argc - 2, SECCOMP_RET_TRAP);
+		ret = list_mode(argv + 2, nargs, SECCOMP_RET_TRAP);
 	else if (!strcmp(mode, "errno"))
-		ret = list_mode(argv + 2, argc - 2, SECCOMP_RET_ERRNO | EPERM);
+		ret = list_mode(argv + 2, nargs, SECCOMP_RET_ERRNO | EPERM);
+	else if (!strcmp(mode, "enosys"))
+		ret = list_mode(argv + 2, nargs, SECCOMP_RET_ERRNO | ENOSYS);
 	else {
-		fprintf(stderr, "usage: sctarget log|kill|trap|errno [NR...]\n");
+		fprintf(stderr, "usage: sctarget log|kill|trap|errno|enosys "
+			"[NR...] [-- CMD...]\n");
 		return 2;
 	}
 	if (ret < 0) {
 		perror("seccomp");
 		return 2;
 	}
+	if (nargs + 2 < argc - 1) {
+		execvp(argv[nargs + 3], argv + nargs + 3);
+		perror(argv[nargs + 3]);
+		return 127;
+	}
 	printf("ready pid=%d\n", (int)getpid());
-	while (fgets(line, sizeof(line), stdin)) {
+	for (;;) {
+		errno = 0;
+		if (!fgets(line, sizeof(line), stdin)) {
+			/* a ptrace stop during a USER_NOTIF wait fails the
+			 * call (EINTR, or ENOSYS when it was never answered) */
+			if (feof(stdin))
+				break;
+			fprintf(stderr, "sctarget: read: %s\n", strerror(errno));
+			clearerr(stdin);
+			continue;
+		}
 		line[strcspn(line, "\n")] = '\0';
 		if (sscanf(line, "leak %d %zu", &n, &size) == 2) {
 			for (i = 0; i < n; i++)
