@@ -402,6 +402,7 @@ int main(int argc, char **argv)
 			code = inject(&thr, &fns, argv[optind],
 				      argv[optind + 1],
 				      argc - optind == 3 ? argv[optind + 2] : "");
+			mwi_sc_settle(&thr);
 			mwi_release(&thr);
 			if (verbose)
 				fprintf(stderr, "mwrap-inject: thread %d paused "

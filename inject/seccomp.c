@@ -130,6 +130,9 @@ const struct mwi_sc_call mwi_sc_calls[] = {
 	  "--scan unavailable" },
 	{ SYS_exit, "exit", "helper thread's end (detach)", REQ,
 	  "detach never ends" },
+	/* a tracer skips a syscall with -1, and the filter still runs:
+	 * the injector does at each call it starts from a syscall stop */
+	{ -1, "skipped", "the injector, between calls", OPT, "none" },
 	{ 0, NULL, NULL, REQ, NULL },
 };
 
@@ -678,6 +681,11 @@ static long probe(int nr)
 		return sys_result(r);
 	case SYS_poll:
 		return sys_result(syscall(nr, NULL, 0, 0));
+	case -1:
+		/* ENOSYS when nothing filters it */
+		errno = 0;
+		r = syscall(-1L);
+		return r < 0 && errno != ENOSYS ? -errno : 0;
 	case SYS_restart_syscall:
 		/* nothing to restart: EINTR when it runs */
 		errno = 0;
@@ -1044,4 +1052,24 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose)
 	fprintf(out, "verdict %s %s: -\n", degraded ? "degraded" : "ok",
 		source);
 	return 0;
+}
+
+/* --- leaving a guarded call ---------------------------------------------- */
+
+int mwi_sc_settle(struct mwi_thread *t)
+{
+	int status;
+
+	if (!t->seized || !t->at_enter_stop)
+		return 0;
+	t->at_enter_stop = 0;
+	if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+		return -errno;
+	/* the next stop is that syscall's exit: nothing is delivered
+	 * between a syscall's entry and its exit */
+	if (waitpid(t->tid, &status, __WALL) < 0)
+		return -errno;
+	if (!WIFSTOPPED(status))
+		return -ESRCH;
+	return WSTOPSIG(status) == (SIGTRAP | 0x80) ? 0 : -EPROTO;
 }

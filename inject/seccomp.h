@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "ptrace.h"
+
 /* What the filter makes of one syscall, worst first. */
 enum mwi_sc_action {
 	MWI_SC_KILL,	/* SECCOMP_RET_KILL_PROCESS/THREAD, an unknown action */
@@ -59,5 +61,16 @@ void mwi_sc_list(FILE *out);
  * (no code runs in it) and forks children of ours to probe.  Nothing
  * in the target changes. */
 int mwi_sc_check(pid_t pid, FILE *out, int verbose);
+
+/* Call before mwi_release() on a thread stopped at the entry of the
+ * rt_sigreturn that ends a guarded call: lets that rt_sigreturn run (it
+ * restores the state saved in its frame, as if we had died) and leaves
+ * the thread at its exit stop.  Skipping it instead, as a restore from
+ * the entry stop does, sends syscall -1 through the filter, whose
+ * answer (the runtimes' defaults: ENOSYS or EPERM) the kernel writes
+ * over the restored rax: the thread's interrupted syscall then fails
+ * with it.  0 (also when there is nothing to do), or -errno.
+ * Context: the injector, with @t seized. */
+int mwi_sc_settle(struct mwi_thread *t);
 
 #endif
