@@ -1058,15 +1058,22 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose)
 
 int mwi_sc_settle(struct mwi_thread *t)
 {
+	struct user_regs_struct r;
 	int status;
 
 	if (!t->seized || !t->at_enter_stop)
 		return 0;
 	t->at_enter_stop = 0;
-	if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+	/* skip the rt_sigreturn (running it would also cancel a pending
+	 * restart_syscall, as every sigreturn does), and let whatever the
+	 * filter writes into rax be overwritten at the exit stop */
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r))
 		return -errno;
-	/* the next stop is that syscall's exit: nothing is delivered
-	 * between a syscall's entry and its exit */
+	r.orig_rax = (unsigned long long)-1;
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) ||
+	    ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+		return -errno;
+	/* nothing is delivered between a syscall's entry and its exit */
 	if (waitpid(t->tid, &status, __WALL) < 0)
 		return -errno;
 	if (!WIFSTOPPED(status))

@@ -63,13 +63,13 @@ void mwi_sc_list(FILE *out);
 int mwi_sc_check(pid_t pid, FILE *out, int verbose);
 
 /* Call before mwi_release() on a thread stopped at the entry of the
- * rt_sigreturn that ends a guarded call: lets that rt_sigreturn run (it
- * restores the state saved in its frame, as if we had died) and leaves
- * the thread at its exit stop.  Skipping it instead, as a restore from
- * the entry stop does, sends syscall -1 through the filter, whose
- * answer (the runtimes' defaults: ENOSYS or EPERM) the kernel writes
- * over the restored rax: the thread's interrupted syscall then fails
- * with it.  0 (also when there is nothing to do), or -errno.
+ * rt_sigreturn that ends a guarded call: skips that syscall and leaves
+ * the thread at its exit stop, where the restore is safe.  Restoring at
+ * the entry stop itself skips it too (orig_rax = -1), but the filter
+ * still runs on syscall -1 and the kernel writes its answer (the
+ * runtimes' defaults: ENOSYS or EPERM) over the restored rax: the
+ * thread's interrupted syscall then fails with it.  0 (also when there
+ * is nothing to do), or -errno.
  * Context: the injector, with @t seized. */
 int mwi_sc_settle(struct mwi_thread *t);
 
