@@ -32,7 +32,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc build/targets/sctarget
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
-	check-hooks test-debian13 test-ruby34
+	check-hooks test-debian13 test-ruby34 test-container
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -45,6 +45,7 @@ help:
 	@echo "make test-safety  the injection safety matrix, every case 20 times"
 	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
 	@echo "make test-ruby34    make test inside a sid root with Ruby 3.4"
+	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
@@ -136,6 +137,12 @@ test-debian13:
 test-ruby34:
 	@scripts/install-deps root
 	scripts/debian-root ruby34 make test
+
+# Containers as a runtime runs them: podman from Debian, an image made
+# from a cached debootstrap root (tests/container/image), no registry.
+test-container: all
+	@scripts/install-deps container
+	MWRAP_TEST_CONTAINER=1 $(PYTEST) -q tests/container
 
 fuzz: deps
 	@scripts/fuzz
