@@ -13,6 +13,8 @@
  *   trap NR...    SECCOMP_RET_TRAP (SIGSYS, no handler: a core dump)
  *   errno NR...   SECCOMP_RET_ERRNO(EPERM)
  *   enosys NR...  SECCOMP_RET_ERRNO(ENOSYS), as the runtimes answer clone3
+ *   argkill NR    SECCOMP_RET_KILL_PROCESS on NR when its first argument's
+ *                 low word is 0x5eccc0, else allow (a filter on arguments)
  *
  * "sctarget MODE NR... -- CMD ARGS" runs CMD under that filter instead
  * (a checker under the same filter as its target).
@@ -128,6 +130,22 @@ static int list_mode(char **nrs, int n, unsigned action)
 	return install(f, k, 0);
 }
 
+static int argkill_mode(const char *nr)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)atoi(nr), 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x5eccc0, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+
+	return install(f, sizeof(f) / sizeof(f[0]), 0);
+}
+
 static void report(void)
 {
 	int i;
@@ -159,10 +177,12 @@ int main(int argc, char **argv)
 		ret = list_mode(argv + 2, nargs, SECCOMP_RET_TRAP);
 	else if (!strcmp(mode, "errno"))
 		ret = list_mode(argv + 2, nargs, SECCOMP_RET_ERRNO | EPERM);
+	else if (!strcmp(mode, "argkill") && nargs == 1)
+		ret = argkill_mode(argv[2]);
 	else if (!strcmp(mode, "enosys"))
 		ret = list_mode(argv + 2, nargs, SECCOMP_RET_ERRNO | ENOSYS);
 	else {
-		fprintf(stderr, "usage: sctarget log|kill|trap|errno|enosys "
+		fprintf(stderr, "usage: sctarget log|kill|trap|errno|enosys|argkill "
 			"[NR...] [-- CMD...]\n");
 		return 2;
 	}

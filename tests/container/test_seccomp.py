@@ -200,6 +200,17 @@ def test_read_and_probed_agree(spawn, mode, verdict, action):
     untouched(t)
 
 
+def test_filter_on_arguments_judged_on_every_value(spawn):
+    """Arguments are unknown to the evaluator: a kill reachable for some
+    value of them counts (the probe sees only the values it passes)."""
+    t = start(spawn, "argkill", str(NR["eventfd2"]))
+    rc, line, calls = check(t.pid)
+    assert rc == 10 and line == "verdict refuse read: eventfd2 kill", line
+    p = run([INJECT, "--check-seccomp", "-p", str(t.pid)])
+    assert "syscall eventfd2 290 kill required varies" in p.stdout
+    untouched(t)
+
+
 def test_unprovable_filter_refused(spawn):
     """A checker under another filter cannot read the target's nor
     show it equal to its own: refused, never guessed."""
