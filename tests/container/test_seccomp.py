@@ -5,6 +5,7 @@ denied call fails cleanly or costs a feature, and the filter is judged
 both ways: read from the kernel (root, no filter of ours) and probed in
 a child under the same filter (as inside a container)."""
 import os
+import shutil
 import signal
 import time
 
@@ -65,10 +66,13 @@ def check(pid, under=None):
     return p.returncode, verdict[0], calls
 
 
-def test_attach_makes_only_listed_syscalls(spawn, tmp):
+@pytest.mark.parametrize("backend", ["ptrace", "gdb"])
+def test_attach_makes_only_listed_syscalls(spawn, tmp, backend):
     """Every syscall of every thread but the logger goes through a
     SECCOMP_RET_USER_NOTIF logger: what the target makes while attached,
     beyond what it makes alone, must be in inject/seccomp.c's list."""
+    if backend == "gdb" and not shutil.which("gdb"):
+        pytest.skip("gdb missing")
     names = listed()
     t = start(spawn, "log")
     t.send("leak 10 100")
@@ -81,7 +85,8 @@ def test_attach_makes_only_listed_syscalls(spawn, tmp):
     alone = report(t)
     assert alone <= {NR["read"], NR["write"]} | {9, 12}, alone
 
-    p = attach(["-p", str(t.pid), "--keep"])
+    p = attach(["-p", str(t.pid), "--keep", f"--backend={backend}"],
+               timeout=120)
     assert p.returncode == 0, p.stderr
     t.send("leak 200 5000")
     t.expect("leaked")
