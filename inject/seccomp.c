@@ -24,7 +24,6 @@
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -499,20 +498,15 @@ static int read_chain(pid_t tid, struct chain *c)
 		ret = -errno;
 		goto out;
 	}
-	for (;;) {
-		if (waitpid(tid, &status, __WALL) < 0) {
-			ret = -errno;
-			goto out;
-		}
-		if (!WIFSTOPPED(status)) {
-			ret = -ESRCH;	/* it exited meanwhile */
-			return ret;
-		}
-		/* a signal arriving first: hand it back at detach */
-		if (status >> 16 == 0 && WSTOPSIG(status) != SIGTRAP)
-			sig = WSTOPSIG(status);
-		break;
+	if (waitpid(tid, &status, __WALL) < 0) {
+		ret = -errno;
+		goto out;
 	}
+	if (!WIFSTOPPED(status))
+		return -ESRCH;	/* it exited meanwhile */
+	/* a signal's delivery stop came first: hand it back at detach */
+	if (status >> 16 == 0 && WSTOPSIG(status) != SIGTRAP)
+		sig = WSTOPSIG(status);
 	for (c->n = 0; c->n < MAX_FILTERS; c->n++) {
 		n = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, c->n, NULL);
 		if (n < 0) {
@@ -567,15 +561,11 @@ static void judge_chain(const struct chain *c, struct result *res)
 	int i, j;
 
 	for (i = 0, call = mwi_sc_calls; call->name; call++, i++) {
+		res[i] = (struct result){ MWI_SC_ALLOW, 0, 0, 0 };
 		for (j = 0; j < c->n; j++) {
 			evaluate(c->prog[j], c->len[j], call->nr, &r);
-			if (j == 0 || !c->n)
-				res[i] = r;
-			else
-				worse(&res[i], &r, 0);
+			worse(&res[i], &r, j == 0);
 		}
-		if (!c->n)
-			res[i] = (struct result){ MWI_SC_ALLOW, 0, 0, 0 };
 	}
 }
 
