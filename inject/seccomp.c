@@ -131,7 +131,7 @@ const struct mwi_sc_call mwi_sc_calls[] = {
 	  "detach never ends" },
 	/* a tracer skips a syscall with -1, and the filter still runs:
 	 * the injector does at each call it starts from a syscall stop */
-	{ -1, "skipped", "the injector, between calls", OPT, "none" },
+	{ -1, "skipped-syscall", "the injector, between calls", OPT, "none" },
 	{ 0, NULL, NULL, REQ, NULL },
 };
 

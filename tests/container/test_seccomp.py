@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
 SCTARGET = os.path.join(TARGETS, "sctarget")
 NR = {"read": 0, "write": 1, "mprotect": 10, "rt_sigreturn": 15,
       "clone": 56, "exit": 60, "eventfd2": 290, "inotify_init1": 294,
-      "process_vm_readv": 310, "clone3": 435}
+      "process_vm_readv": 310, "clone3": 435, "skipped-syscall": -1}
 
 
 def listed():
@@ -122,12 +122,14 @@ def test_attach_makes_only_listed_syscalls(spawn, tmp, backend):
 @pytest.mark.parametrize("how,name", [
     ("kill", "inotify_init1"), ("kill", "eventfd2"), ("kill", "exit"),
     ("kill", "rt_sigreturn"), ("trap", "clone3"), ("trap", "mprotect"),
+    ("kill", "skipped-syscall"),
 ])
 def test_killing_filter_refused(spawn, how, name):
     t = start(spawn, how, str(NR[name]))
     p = attach(["-p", str(t.pid), "-d", "1"])
     assert p.returncode == 14, p.stderr
-    assert f"would kill it on {name} " in p.stderr
+    what = "syscall -1," if NR[name] == -1 else f"{name} "
+    assert f"would kill it on {what}" in p.stderr
     untouched(t)
 
 
