@@ -29,7 +29,8 @@ URCU_LIBS = -lurcu-cds -lurcu-bp
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/hotsite build/targets/forker \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
-	build/targets/libdeep.so build/targets/deepbind-jemalloc build/targets/sctarget
+	build/targets/libdeep.so build/targets/deepbind-jemalloc build/targets/sctarget \
+	build/targets/libsclog.so
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks test-debian13 test-ruby34 test-container
@@ -97,6 +98,10 @@ build/targets/%: tests/targets/%.c
 build/targets/sctarget: tests/container/sctarget.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread
+
+build/targets/libsclog.so: tests/container/sclog.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $< -lpthread
 
 # two allocators in one process (tests/test_allocators.py)
 build/targets/libdeepalloc.so: tests/targets/deep_alloc.c

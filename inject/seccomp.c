@@ -114,6 +114,7 @@ const struct mwi_sc_call mwi_sc_calls[] = {
 	  "liburcu uses a slower barrier" },
 	{ SYS_getpid, "getpid", "helper", REQ, "dumps fail" },
 	{ SYS_gettid, "gettid", "--objects", FEAT, "no object view" },
+	{ SYS_getuid, "getuid", "--objects", FEAT, "no object view" },
 	{ SYS_geteuid, "geteuid", "helper", REQ, "no control file" },
 	{ SYS_readlink, "readlink", "dump header", OPT, "no program name" },
 	{ SYS_rename, "rename", "dump", REQ, "no dump" },
@@ -684,6 +685,7 @@ static long probe(int nr)
 	case SYS_membarrier:
 		return sys_result(syscall(nr, MEMBARRIER_CMD_QUERY, 0, 0));
 	case SYS_getpid:
+	case SYS_getuid:
 	case SYS_gettid:
 	case SYS_geteuid:
 		return sys_result(syscall(nr));

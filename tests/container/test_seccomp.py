@@ -119,6 +119,59 @@ def test_attach_makes_only_listed_syscalls(spawn, tmp, backend):
     assert rc == 0 and rest == ["bye"]
 
 
+def ctl_file(pid, cmd, path, timeout=30):
+    """One command through the control file; waits for its output."""
+    with open(f"/tmp/mwrap.{pid}.ctl", "a") as f:
+        f.write(f"{cmd} {path}\n")
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(path), cmd
+
+
+def test_ruby_attach_makes_only_listed_syscalls(spawn, tmp):
+    """The same on Ruby (tests/container/sclog.rb): the helper thread's
+    syscalls, the Ruby object view's (signals to Ruby's threads) and the
+    scan's included; the main thread's while the attach runs in it."""
+    names = set(listed())
+    t = spawn(["ruby", os.path.join(os.path.dirname(__file__), "sclog.rb"),
+               os.path.join(TARGETS, "libsclog.so")])
+    line = int(t.expect("ready").split("leak_line=")[1])
+
+    def report():
+        t.send("report")
+        main = {int(n) for n in t.expect("main").split()[1:]}
+        others = {int(n) for n in t.expect("others").split()[1:]}
+        return main, others
+    t.send("leak 10 100")
+    t.expect("leaked")
+    report()
+    t.send("leak 10 100")
+    t.expect("leaked")
+    alone, _ = report()
+    p = attach(["-p", str(t.pid), "--keep"])
+    assert p.returncode == 0, p.stderr
+    main, helper = report()
+    assert not main - names - alone, sorted(main - names - alone)
+    t.send("leak 300 6000")
+    t.expect("leaked")
+    ctl_file(t.pid, "dump --json --scan", f"{tmp}/scan.json")
+    ctl_file(t.pid, "objects", f"{tmp}/objects.json")
+    _, sites = parse_json_dump(open(f"{tmp}/scan.json").read())
+    assert sites[f"{os.path.dirname(__file__)}/sclog.rb:{line}"][
+        "live_bytes"] >= 300 * 6000
+    assert "count_objects" in open(f"{tmp}/objects.json").read()
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    time.sleep(0.5)
+    _, more = report()
+    helper |= more
+    assert not helper - names, f"unlisted: {sorted(helper - names)}"
+    for made in ("process_vm_readv", "tgkill", "rt_tgsigqueueinfo", "exit"):
+        assert {v: k for k, v in listed().items()}[made] in helper, made
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == ["bye"]
+
+
 @pytest.mark.parametrize("how,name", [
     ("kill", "inotify_init1"), ("kill", "eventfd2"), ("kill", "exit"),
     ("kill", "rt_sigreturn"), ("trap", "clone3"), ("trap", "mprotect"),
