@@ -17,6 +17,21 @@ from conftest import INJECT, LIB, TARGETS, attach, parse_json_dump, \
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
 SCTARGET = os.path.join(TARGETS, "sctarget")
+
+
+def filtered():
+    with open("/proc/self/status") as f:
+        return any(l.split() == ["Seccomp:", "2"] for l in f)
+
+
+# Under a filter of our own (the suite run in a container, as
+# Dockerfile.test does) the kernel hides the target's filter from us and
+# a target with one more filter than we have cannot be shown safe: what
+# needs root's view runs on the host (make test, make test-container);
+# the probed view is tested everywhere.
+host_only = pytest.mark.skipif(
+    filtered(), reason="we run under a seccomp filter (a container): "
+    "the target's cannot be read")
 NR = {"read": 0, "write": 1, "mprotect": 10, "rt_sigreturn": 15,
       "clone": 56, "exit": 60, "eventfd2": 290, "inotify_init1": 294,
       "process_vm_readv": 310, "clone3": 435, "skipped-syscall": -1}
@@ -66,6 +81,7 @@ def check(pid, under=None):
     return p.returncode, verdict[0], calls
 
 
+@host_only
 @pytest.mark.parametrize("backend", ["ptrace", "gdb"])
 def test_attach_makes_only_listed_syscalls(spawn, tmp, backend):
     """Every syscall of every thread but the logger goes through a
@@ -129,6 +145,7 @@ def ctl_file(pid, cmd, path, timeout=30):
     assert os.path.exists(path), cmd
 
 
+@host_only
 def test_ruby_attach_makes_only_listed_syscalls(spawn, tmp):
     """The same on Ruby (tests/container/sclog.rb): the helper thread's
     syscalls, the Ruby object view's (signals to Ruby's threads) and the
@@ -172,6 +189,7 @@ def test_ruby_attach_makes_only_listed_syscalls(spawn, tmp):
     assert rc == 0 and rest == ["bye"]
 
 
+@host_only
 @pytest.mark.parametrize("how,name", [
     ("kill", "inotify_init1"), ("kill", "eventfd2"), ("kill", "exit"),
     ("kill", "rt_sigreturn"), ("trap", "clone3"), ("trap", "mprotect"),
@@ -186,6 +204,7 @@ def test_killing_filter_refused(spawn, how, name):
     untouched(t)
 
 
+@host_only
 @pytest.mark.parametrize("name", ["eventfd2", "mprotect", "clone3"])
 def test_required_call_denied_refused(spawn, name):
     t = start(spawn, "errno", str(NR[name]))
@@ -195,6 +214,7 @@ def test_required_call_denied_refused(spawn, name):
     untouched(t)
 
 
+@host_only
 def test_clone3_enosys_falls_back_to_clone(spawn):
     """What Docker's and containerd's profiles do with clone3."""
     t = start(spawn, "enosys", str(NR["clone3"]))
@@ -228,6 +248,7 @@ def test_denied_call_fails_cleanly(spawn, name, code):
     assert rc == 0 and rest == ["bye"]
 
 
+@host_only
 def test_feature_denied_degrades(spawn):
     t = start(spawn, "errno", str(NR["process_vm_readv"]))
     t.send("leak 100 3000")
@@ -251,7 +272,8 @@ def test_read_and_probed_agree(spawn, mode, verdict, action):
     same filter (where the kernel hides it: a container)."""
     t = start(spawn, *mode)
     name = {v: k for k, v in NR.items()}[int(mode[1])]
-    for under, source in ((None, "read"), (mode, "probed")):
+    ways = ((None, "read"), (mode, "probed"))
+    for under, source in ways[1:] if filtered() else ways:
         rc, line, calls = check(t.pid, under)
         assert line.startswith(f"verdict {verdict} {source}"), line
         assert rc == (10 if verdict == "refuse" else 0)
@@ -260,6 +282,7 @@ def test_read_and_probed_agree(spawn, mode, verdict, action):
     untouched(t)
 
 
+@host_only
 def test_filter_on_arguments_judged_on_every_value(spawn):
     """Arguments are unknown to the evaluator: a kill reachable for some
     value of them counts (the probe sees only the values it passes)."""
