@@ -136,6 +136,8 @@ const struct mwi_sc_call mwi_sc_calls[] = {
 	{ 0, NULL, NULL, REQ, NULL },
 };
 
+#define MAX_CALLS (sizeof(mwi_sc_calls) / sizeof(mwi_sc_calls[0]))
+
 static const char *const need_name[] = { "required", "feature", "optional" };
 static const char *const action_name[] = {
 	"kill", "trap", "errno", "notify", "allow"
@@ -899,7 +901,7 @@ static const char *effect(const struct result *r,
 
 int mwi_sc_check(pid_t pid, FILE *out, int verbose)
 {
-	static struct result res[64], other[64];
+	static struct result res[MAX_CALLS], other[MAX_CALLS];
 	char path[64], word[32];
 	const char *source = NULL, *why = "";
 	struct chain first, c;
@@ -941,6 +943,8 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose)
 	}
 
 	/* 1. read each thread's chain and evaluate it */
+	for (i = 0; mwi_sc_calls[i].name; i++)
+		res[i] = (struct result){ MWI_SC_ALLOW, 0, 0, 0 };
 	ret = 0;
 	first.n = 0;
 	for (i = 0; i < ntids && !ret; i++) {
