@@ -16,6 +16,7 @@
 #include "gdb.h"
 #include "maps.h"
 #include "ptrace.h"
+#include "seccomp.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,7 +54,12 @@ static void usage(FILE *f)
 "5 no safe point in time, 6 dlopen failed, 7 FUNCTION not found,\n"
 "8 target exited meanwhile, 9 the target faulted in the call\n"
 "\n"
-"--backend=gdb makes the same call through gdb -p PID -batch.\n");
+"--backend=gdb makes the same call through gdb -p PID -batch.\n"
+"\n"
+"mwrap-inject --check-seccomp -p PID: what PID's seccomp filter does with\n"
+"each syscall an attach makes, one line each; exit 0 safe, 10 refuse (a\n"
+"call would kill it, or a required one is denied), 11 cannot be shown\n"
+"safe.  mwrap-inject --list-syscalls: those syscalls.\n");
 }
 
 static int fail(int code, const char *stage, const char *what, int err)
@@ -267,6 +273,8 @@ int main(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "check-seccomp", no_argument, NULL, 'S' },
+		{ "list-syscalls", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mwi_maps maps;
@@ -277,7 +285,7 @@ int main(int argc, char **argv)
 	int c, verbose = 0, ntids, i, ret, code = EX_NOSAFE;
 	sigset_t guard, old;
 	char *end;
-	int use_gdb = 0;
+	int use_gdb = 0, check_seccomp = 0;
 	static char libpath[PATH_MAX];
 
 	while ((c = getopt_long(argc, argv, "p:t:vh", longopts, NULL)) != -1) {
@@ -306,10 +314,24 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return EX_OK;
+		case 'S':
+			check_seccomp = 1;
+			break;
+		case 'L':
+			mwi_sc_list(stdout);
+			return EX_OK;
 		default:
 			usage(stderr);
 			return EX_USAGE;
 		}
+	}
+	if (check_seccomp && pid && optind == argc) {
+		ret = mwi_sc_check((pid_t)pid, stdout, verbose);
+		if (ret < 0)
+			return fail(ret == -ENOENT || ret == -ESRCH ? EX_NOPROC :
+				    EX_PERM, "reading the seccomp state", "",
+				    -ret);
+		return ret == 0 ? EX_OK : 9 + ret;
 	}
 	if (!pid || argc - optind < 2 || argc - optind > 3) {
 		usage(stderr);
@@ -382,6 +404,7 @@ int main(int argc, char **argv)
 			code = inject(&thr, &fns, argv[optind],
 				      argv[optind + 1],
 				      argc - optind == 3 ? argv[optind + 2] : "");
+			mwi_sc_settle(&thr);
 			mwi_release(&thr);
 			if (verbose)
 				fprintf(stderr, "mwrap-inject: thread %d paused "
