@@ -116,6 +116,8 @@ const struct mwi_sc_call mwi_sc_calls[] = {
 	{ SYS_gettid, "gettid", "--objects", FEAT, "no object view" },
 	{ SYS_getuid, "getuid", "--objects", FEAT, "no object view" },
 	{ SYS_geteuid, "geteuid", "helper", REQ, "no control file" },
+	{ SYS_getrlimit, "getrlimit", "site table (RLIMIT_AS)", OPT,
+	  "the table's address space is reserved as if unlimited" },
 	{ SYS_readlink, "readlink", "dump header", OPT, "no program name" },
 	{ SYS_rename, "rename", "dump", REQ, "no dump" },
 	{ SYS_unlink, "unlink", "dump, detach", REQ, "files left behind" },
@@ -691,6 +693,8 @@ static long probe(int nr)
 	case SYS_gettid:
 	case SYS_geteuid:
 		return sys_result(syscall(nr));
+	case SYS_getrlimit:
+		return sys_result(syscall(nr, RLIMIT_AS, buf));
 	case SYS_readlink:
 		return sys_result(syscall(nr, "/proc/self/exe", buf,
 					  sizeof(buf)));
