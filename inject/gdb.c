@@ -86,7 +86,7 @@ static const char script_fmt[] =
 "        if s[i:i + 2] != b'\\xff\\x25':\n"
 "            return False\n"
 "        return le(rd(dest + i + 6 + le(s[i + 2:i + 6], True), 8)) in LEAF\n"
-"    except gdb.MemoryError:\n"
+"    except Exception:\n"	/* unreadable, or not an address at all */
 "        return False\n"
 "def call():\n"
 "    h = gdb.parse_and_eval('(void*)dlopen(\"%%s\", 4098)' %% LIB)\n"

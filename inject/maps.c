@@ -117,7 +117,8 @@ static void find_leaves(pid_t pid, struct mwi_maps *m)
 		    m->nleaf < MWI_MAX_LEAF; i++) {
 		uintptr_t at = (uintptr_t)dlsym(RTLD_DEFAULT, leaf_names[i]);
 
-		if (at > our_base)
+		/* ours if in our libc's code (not an interposer's) */
+		if (at >= lo && at < hi)
 			m->leaf[m->nleaf++] = at - our_base + base;
 	}
 }

@@ -282,7 +282,8 @@ int main(int argc, char **argv)
 	pid_t tids[256];
 	double timeout = 10;
 	long pid = 0;
-	int c, verbose = 0, ntids, i, ret, code = EX_NOSAFE;
+	int c, verbose = 0, ntids, i, ret, done, code = EX_NOSAFE;
+	long deadline;
 	sigset_t guard, old;
 	char *end;
 	int use_gdb = 0, check_seccomp = 0;
@@ -381,46 +382,67 @@ int main(int argc, char **argv)
 	sigaddset(&guard, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &guard, &old);
 
-	ntids = list_threads((pid_t)pid, tids, 256);
-	for (i = 0; i < ntids; i++) {
-		memset(&thr, 0, sizeof(thr));
-		thr.pid = (pid_t)pid;
-		thr.tid = tids[i];
-		thr.verbose = verbose;
-		thr.deadline_ms = mwi_now_ms() + (long)(timeout * 1000);
-		ret = mwi_seize(&thr);
-		if (ret == -EPERM) {
-			code = fail(EX_PERM, "ptrace", "attach refused", EPERM);
-			break;
-		}
-		if (ret == -ESRCH)
-			continue;	/* thread ended meanwhile */
-		if (ret == 0)
-			ret = mwi_safe_point(&thr, &maps);
-		if (ret == 0) {
-			if (verbose)
-				fprintf(stderr, "mwrap-inject: calling in "
-					"thread %d\n", (int)thr.tid);
-			code = inject(&thr, &fns, argv[optind],
-				      argv[optind + 1],
-				      argc - optind == 3 ? argv[optind + 2] : "");
-			mwi_sc_settle(&thr);
+	/* Each thread gets a bounded number of looks (mwi_safe_point's
+	 * -EAGAIN) before the next one is tried, and the passes over the
+	 * threads go on until the deadline: a thread that is rarely outside
+	 * libc is still caught at one of those moments. */
+	deadline = mwi_now_ms() + (long)(timeout * 1000);
+	for (done = 0; !done;) {
+		ntids = list_threads((pid_t)pid, tids, 256);
+		for (i = 0; i < ntids && !done; i++) {
+			memset(&thr, 0, sizeof(thr));
+			thr.pid = (pid_t)pid;
+			thr.tid = tids[i];
+			thr.verbose = verbose;
+			thr.deadline_ms = deadline;
+			ret = mwi_seize(&thr);
+			if (ret == -EPERM) {
+				code = fail(EX_PERM, "ptrace", "attach refused",
+					    EPERM);
+				done = 1;
+				continue;
+			}
+			if (ret == -ESRCH)
+				continue;	/* thread ended meanwhile */
+			if (ret == 0)
+				ret = mwi_safe_point(&thr, &maps);
+			if (ret == 0) {
+				if (verbose)
+					fprintf(stderr, "mwrap-inject: calling "
+						"in thread %d\n", (int)thr.tid);
+				code = inject(&thr, &fns, argv[optind],
+					      argv[optind + 1], argc - optind == 3 ?
+					      argv[optind + 2] : "");
+				mwi_sc_settle(&thr);
+				mwi_release(&thr);
+				if (verbose)
+					fprintf(stderr, "mwrap-inject: thread %d "
+						"paused %ld us\n", (int)thr.tid,
+						thr.stopped_us);
+				done = 1;
+				continue;
+			}
 			mwi_release(&thr);
-			if (verbose)
-				fprintf(stderr, "mwrap-inject: thread %d paused "
-					"%ld us\n", (int)thr.tid, thr.stopped_us);
+			if (ret == -ETIMEDOUT) {
+				code = fail(EX_NOSAFE, "finding a safe point",
+					    "timed out", 0);
+				done = 1;
+			}
+		}
+		if (done)
+			break;
+		if (kill((pid_t)pid, 0) && errno == ESRCH) {
+			code = fail(EX_GONE, "finding a safe point",
+				    "the process exited", ESRCH);
 			break;
 		}
-		mwi_release(&thr);
-		if (ret == -ETIMEDOUT) {
-			code = fail(EX_NOSAFE, "finding a safe point",
-				    "timed out", 0);
+		if (mwi_now_ms() >= deadline) {
+			code = fail(EX_NOSAFE, "finding a safe point", "every "
+				    "thread is busy inside libc or the loader",
+				    0);
 			break;
 		}
 	}
-	if (i == ntids && code == EX_NOSAFE)
-		code = fail(EX_NOSAFE, "finding a safe point",
-			    "every thread is busy inside libc or the loader", 0);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return code;
 }
