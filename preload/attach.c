@@ -231,7 +231,9 @@ static void close_files(int remove)
 }
 
 /* Undoes the attach.  The final dump goes to the dump path, and the
- * runtime directory keeps only it; @discard: no dump, no directory. */
+ * runtime directory keeps only it; @discard: no dump, no directory.
+ * The files go before the answer: a front end that reads it and
+ * attaches again must not find this attach's directory. */
 static void undo_attach(int discard)
 {
 	int restored;
@@ -243,13 +245,16 @@ static void undo_attach(int discard)
 	mw_urg_restore();
 	if (!discard)
 		dump_to(dump_path, NULL);
-	mw_fmt_u64(num, (uint64_t)restored);
-	answer("ok detach restored_slots=", num);
-	if (!discard && rundir.fd >= 0) {
+	if (discard) {
+		mw_rundir_remove(&rundir);
+	} else if (rundir.fd >= 0) {
 		unlinkat(rundir.fd, "ctl", 0);
 		unlinkat(rundir.fd, "out", 0);
+		mw_rundir_close(&rundir);
 	}
-	close_files(discard);
+	mw_fmt_u64(num, (uint64_t)restored);
+	answer("ok detach restored_slots=", num);
+	close_files(0);
 }
 
 /* --- control file ------------------------------------------------------- */
