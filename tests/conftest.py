@@ -194,8 +194,9 @@ def runtime_dir(pid, timeout=10):
 def is_attached(pid):
     """Whether pid has a helper serving a control channel (today's
     runtime directory, or the /tmp/mwrap.PID.ctl of earlier versions)."""
+    ctl = f"/tmp/mwrap.{pid}.ctl"
     return (runtime_dir(pid, 0)[0] is not None or
-            os.path.exists(f"/tmp/mwrap.{pid}.ctl"))
+            (os.path.isfile(ctl) and not os.path.islink(ctl)))
 
 
 def helper_answered(pid):
