@@ -83,7 +83,7 @@ def test_window_leaves_no_file(spawn):
     leak_reported(t, line)
     assert not is_attached(t.pid)
     assert {f for f in set(os.listdir("/tmp")) - before
-            if f.startswith("mwrap")} == set()
+            if f.startswith((f"mwrap.{t.pid}.", "mwrap-lib."))} == set()
     p = attach(["-p", str(t.pid), "--keep"])
     assert p.returncode == 0
     assert f"kill -URG {t.pid} (to /tmp/mwrap.{t.pid}." in p.stderr

@@ -47,7 +47,7 @@ def victim_file(tmp):
 
 def snapshot(path):
     st = os.lstat(path)
-    return open(path).read(), stat.S_IMODE(st.st_mode), st.st_uid
+    return open(path, "rb").read(), stat.S_IMODE(st.st_mode), st.st_uid
 
 
 def unshared_nobody_target(spawn, tmp, program):
@@ -178,7 +178,7 @@ def test_stale_dump_is_not_prepended(spawn, n):
             f.write("123456 7 stale-site-from-another-process:1\n")
         p = attach(["-p", str(t.pid), "--keep"])
         assert p.returncode == 0, p.stderr
-        dump = re.search(r"kill -URG \d+ \(to (\S+)", p.stderr).group(1)
+        dump = re.search(r"kill -URG \d+ \(to ([^\s),]+)", p.stderr).group(1)
         os.kill(t.pid, signal.SIGURG)
         deadline = time.monotonic() + 10
         while not os.path.exists(dump) and time.monotonic() < deadline:
