@@ -243,13 +243,14 @@ static void undo_attach(int discard)
 	mw_track_disable();
 	restored = mw_got_restore_all();
 	mw_urg_restore();
-	if (!discard)
-		dump_to(dump_path, NULL);
 	if (discard) {
 		mw_rundir_remove(&rundir);
-	} else if (rundir.fd >= 0) {
-		unlinkat(rundir.fd, "ctl", 0);
-		unlinkat(rundir.fd, "out", 0);
+	} else {
+		dump_to(dump_path, NULL);
+		if (rundir.fd >= 0) {
+			unlinkat(rundir.fd, "ctl", 0);
+			unlinkat(rundir.fd, "out", 0);
+		}
 		mw_rundir_close(&rundir);
 	}
 	mw_fmt_u64(num, (uint64_t)restored);
@@ -287,7 +288,7 @@ static int resolve_name(char *path)
 /* Runs one command; returns 1 on "detach", 2 on "detach --discard". */
 static int run_command(const char *text, size_t len)
 {
-	static struct mw_cmd cmd;	/* two paths: too big for the stack */
+	struct mw_cmd cmd;
 	char err[160];
 	int ret;
 
@@ -354,6 +355,8 @@ static int read_commands(void)
 
 		ctl_off += n;
 		for (i = 0; i < n; i++) {
+			int done = 0;
+
 			if (buf[i] != '\n') {
 				if (line_len < MW_CMD_LINE_MAX)
 					line[line_len++] = buf[i];
@@ -361,8 +364,6 @@ static int read_commands(void)
 					line_too_long = 1;
 				continue;
 			}
-			int done = 0;
-
 			if (line_too_long)
 				answer("error: ", "command line too long");
 			else
@@ -388,6 +389,7 @@ static int open_control_files(void)
 	size_t n;
 	int fd;
 
+	lease_ns = (uint64_t)opts.lease * 1000000000u;
 	fd = mw_rundir_make(&rundir);
 	if (fd < 0)
 		return fd;
@@ -509,7 +511,6 @@ static void *helper_main(void *arg)
 	mw_track_enable();
 	slots_now = mw_got_patch_all();
 	answer_attached((uint64_t)slots_now);
-	lease_ns = (uint64_t)opts.lease * 1000000000u;
 	lease_end = mw_monotonic_ns() + lease_ns;
 
 	for (;;) {

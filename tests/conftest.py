@@ -194,7 +194,7 @@ def runtime_dir(pid, timeout=10):
 def is_attached(pid):
     """Whether pid has a helper serving a control channel (today's
     runtime directory, or the /tmp/mwrap.PID.ctl of earlier versions)."""
-    ctl = f"/tmp/mwrap.{pid}.ctl"
+    ctl = f"/proc/{pid}/root/tmp/mwrap.{pid}.ctl"
     return (runtime_dir(pid, 0)[0] is not None or
             (os.path.isfile(ctl) and not os.path.islink(ctl)))
 
@@ -203,7 +203,7 @@ def helper_answered(pid):
     """Whether pid's helper has answered its attach ("ok attached"):
     tracking is on from then."""
     d, _ = runtime_dir(pid, 0)
-    out = f"{d}/out" if d else f"/tmp/mwrap.{pid}.out"
+    out = f"{d}/out" if d else f"/proc/{pid}/root/tmp/mwrap.{pid}.out"
     try:
         with open(out, "rb") as f:
             return b"ok attached" in f.read()

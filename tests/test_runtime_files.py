@@ -57,15 +57,17 @@ def test_control_file_read_from_the_start_after_truncation(spawn):
     t, _, _ = start_leak(spawn)
     assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
     d, _ = runtime_dir(t.pid)
-    with open(f"{d}/ctl", "a") as f:
+    # (earlier versions: /tmp/mwrap.PID.ctl and .out)
+    ctl, out = (f"{d}/ctl", f"{d}/out") if d else (
+        f"/tmp/mwrap.{t.pid}.ctl", f"/tmp/mwrap.{t.pid}.out")
+    with open(ctl, "a") as f:
         f.write("stats\nstats\n")
-    out = f"{d}/out"
     deadline = time.monotonic() + 10
     while open(out).read().count("ok stats") < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    os.truncate(f"{d}/ctl", 0)
+    os.truncate(ctl, 0)
     size = os.path.getsize(out)
-    with open(f"{d}/ctl", "a") as f:
+    with open(ctl, "a") as f:
         f.write("stats\n")
     deadline = time.monotonic() + 10
     while "ok stats" not in open(out).read()[size:] and time.monotonic() < deadline:
