@@ -148,7 +148,7 @@ def spawn():
         return proc
     yield start
     for proc in procs:
-        left = our_files(proc.pid)
+        left = [f for pid in family(proc.pid) for f in our_files(pid)]
         proc.kill()
         for path in left:
             remove(path)
@@ -209,6 +209,19 @@ def helper_answered(pid):
             return b"ok attached" in f.read()
     except OSError:
         return False
+
+
+def family(pid):
+    """pid and its descendants (workers, forked children)."""
+    found = [pid]
+    for p in found:
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    found += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return found
 
 
 def our_files(pid):
