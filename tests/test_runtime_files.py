@@ -31,6 +31,23 @@ def wait_detached(pid, bound=LEASE_BOUND):
     return None
 
 
+def wait_injector(front, timeout=30):
+    """Waits until the front end runs mwrap-inject; False after timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{front}/task/{front}/children") as f:
+                kids = f.read().split()
+            for k in kids:
+                with open(f"/proc/{k}/comm") as f:
+                    if f.read().strip() == "mwrap-inject":
+                        return True
+        except OSError:
+            pass
+        time.sleep(0.002)
+    return False
+
+
 def leak_reported(t, line, args=()):
     """A short window over a small leak names the leaking line."""
     return window(t, line, [ATTACH, "-p", str(t.pid), "-d", "2", *args])
@@ -110,7 +127,8 @@ def test_front_end_death_mid_window_detaches_the_target(spawn, sig, n):
                          start_new_session=True)
     try:
         if sig == "INT-early":
-            time.sleep(random.uniform(0.1, 0.6))
+            assert wait_injector(p.pid), "mwrap-inject never ran"
+            time.sleep(random.uniform(0, 0.02))
             os.killpg(p.pid, signal.SIGINT)
         else:
             runtime_dir(t.pid, timeout=30)
@@ -124,6 +142,7 @@ def test_front_end_death_mid_window_detaches_the_target(spawn, sig, n):
             p.wait(timeout=10)
     took = wait_detached(t.pid)
     assert took is not None, "the target stayed attached"
+    print(f"detached {took:.1f} s after the front end's death")
     t.send("leak 1 100")
     t.expect("leaked")
     leak_reported(t, line)
