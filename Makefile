@@ -29,10 +29,12 @@ URCU_LIBS = -lurcu-cds -lurcu-bp
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/hotsite build/targets/forker \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
-	build/targets/libdeep.so build/targets/deepbind-jemalloc
+	build/targets/libdeep.so build/targets/deepbind-jemalloc \
+	build/targets/busycopy build/targets/prelive build/targets/sctarget \
+	build/targets/libsclog.so
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
-	check-hooks test-debian13 test-ruby34
+	check-hooks test-debian13 test-ruby34 test-container
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -45,6 +47,7 @@ help:
 	@echo "make test-safety  the injection safety matrix, every case 20 times"
 	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
 	@echo "make test-ruby34    make test inside a sid root with Ruby 3.4"
+	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
@@ -54,7 +57,7 @@ deps:
 	@scripts/install-deps
 
 INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.c \
-	inject/gdb.c
+	inject/gdb.c inject/seccomp.c
 
 C_TESTS = build/tests/test_options build/tests/test_control
 
@@ -88,12 +91,21 @@ preload/libmwrap.so: $(LIB_OBJS)
 	done
 
 inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h \
-		inject/gdb.h
+		inject/gdb.h inject/seccomp.h
 	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread -ldl
+
+# a target under a seccomp filter of the test's choosing
+build/targets/sctarget: tests/container/sctarget.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread
+
+build/targets/libsclog.so: tests/container/sclog.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $< -lpthread
 
 # two allocators in one process (tests/test_allocators.py)
 build/targets/libdeepalloc.so: tests/targets/deep_alloc.c
@@ -134,6 +146,12 @@ test-debian13:
 test-ruby34:
 	@scripts/install-deps root
 	scripts/debian-root ruby34 make test
+
+# Containers as a runtime runs them: podman from Debian, an image made
+# from a cached debootstrap root (tests/container/image), no registry.
+test-container: all
+	@scripts/install-deps container
+	MWRAP_TEST_CONTAINER=1 $(PYTEST) -q tests/container
 
 fuzz: deps
 	@scripts/fuzz

@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* beyond the deadline, for a gdb session under way to finish its call */
+#define GDB_GRACE_MS 30000
+
 /* Same classes as mwrap-inject.c's exit codes. */
 enum { EX_USAGE = 2, EX_NOSAFE = 5, EX_LOAD = 6, EX_SYMBOL = 7,
        EX_GONE = 8, EX_TARGET = 9 };
@@ -27,6 +30,8 @@ static const char script_fmt[] =
 "python\n"
 "import gdb\n"
 "PID = %d\n"
+"LIBC = (%lu, %lu)\n"
+"LEAF = {%s}\n"
 "LIB = \"%s\"\n"
 "FN = \"%s\"\n"
 "ARG = \"%s\"\n"
@@ -41,13 +46,48 @@ static const char script_fmt[] =
 "            return int(f.read().split()[0])\n"
 "    except Exception:\n"
 "        return -1\n"
-"def ld_range():\n"
+"def unsafe_ranges():\n"
+"    r = []\n"
 "    for line in open('/proc/%%d/maps' %% PID):\n"
 "        f = line.split()\n"
-"        if len(f) >= 6 and 'ld-linux' in f[5] and 'x' in f[1]:\n"
+"        if len(f) < 6 or 'x' not in f[1]:\n"
+"            continue\n"
+"        name = f[5].rsplit('/', 1)[-1]\n"
+"        if name.startswith(('libc.so', 'libc-', 'ld-', 'libmwrap',\n"
+"                            'liburcu')):\n"
 "            lo, hi = f[0].split('-')\n"
-"            return int(lo, 16), int(hi, 16)\n"
-"    return 0, 0\n"
+"            r.append((int(lo, 16), int(hi, 16)))\n"
+"    return r\n"
+"def rd(addr, n):\n"
+"    return bytes(gdb.selected_inferior().read_memory(addr, n))\n"
+"def le(b, signed=False):\n"
+"    return int.from_bytes(b, 'little', signed=signed)\n"
+/* inside a libc string routine called from code of its own: see
+ * in_leaf_called_from_outside in ptrace.c */
+"def in_leaf(pc, sp, bad):\n"
+"    if not LEAF or not LIBC[0] <= pc < LIBC[1]:\n"
+"        return False\n"
+"    try:\n"
+"        ret = le(rd(sp, 8))\n"
+"        if any(lo <= ret < hi for lo, hi in bad):\n"
+"            return False\n"
+"        c = rd(ret - 6, 6)\n"
+"        disp = le(c[2:6], True)\n"
+"        if c[0:2] == b'\\xff\\x15':\n"
+"            return le(rd(ret + disp, 8)) in LEAF\n"
+"        if c[1] != 0xe8:\n"
+"            return False\n"
+"        dest = ret + disp\n"
+"        if dest in LEAF:\n"
+"            return True\n"
+"        s = rd(dest, 12)\n"
+"        i = 4 if s[0:4] == b'\\xf3\\x0f\\x1e\\xfa' else 0\n"
+"        i += 1 if s[i] == 0xf2 else 0\n"
+"        if s[i:i + 2] != b'\\xff\\x25':\n"
+"            return False\n"
+"        return le(rd(dest + i + 6 + le(s[i + 2:i + 6], True), 8)) in LEAF\n"
+"    except Exception:\n"	/* unreadable, or not an address at all */
+"        return False\n"
 "def call():\n"
 "    h = gdb.parse_and_eval('(void*)dlopen(\"%%s\", 4098)' %% LIB)\n"
 "    print('MW_HANDLE=%%#x' %% int(h))\n"
@@ -63,25 +103,31 @@ static const char script_fmt[] =
 "    print('MW_RESULT=%%d' %% int(r))\n"
 "gdb.execute('sharedlibrary libc.so', to_string=True)\n"
 "chosen = None\n"
-"for t in gdb.selected_inferior().threads():\n"
+"threads = gdb.selected_inferior().threads()\n"
+"for t in threads:\n"
 "    if syscall_of(t.ptid[1]) in SAFE:\n"
 "        chosen = t\n"
 "        if t.ptid[1] == PID:\n"
 "            break\n"
+/* else a thread stopped by the attach in code of its own (outside libc,
+ * the loader and our libraries) or in a libc string routine that code
+ * called, as the native backend's stops */
 "if chosen is None:\n"
-"    lo, hi = ld_range()\n"
-"    class Entry(gdb.Breakpoint):\n"
-"        def stop(self):\n"
-"            ret = int(gdb.parse_and_eval('*(unsigned long*)$sp'))\n"
-"            return not (lo <= ret < hi)\n"
-"    bps = [Entry(n, internal=True) for n in ('malloc', 'free', 'calloc', 'realloc')]\n"
-"    gdb.execute('continue')\n"
-"    for b in bps:\n"
-"        b.delete()\n"
-"    chosen = gdb.selected_thread()\n"
-"chosen.switch()\n"
-"print('MW_THREAD=%%d' %% chosen.ptid[1])\n"
-"call()\n"
+"    bad = unsafe_ranges()\n"
+"    for t in threads:\n"
+"        t.switch()\n"
+"        pc = int(gdb.parse_and_eval('(unsigned long)$pc'))\n"
+"        sp = int(gdb.parse_and_eval('(unsigned long)$sp'))\n"
+"        if syscall_of(t.ptid[1]) == -1 and \\\n"
+"           (not any(lo <= pc < hi for lo, hi in bad) or in_leaf(pc, sp, bad)):\n"
+"            chosen = t\n"
+"            break\n"
+"if chosen is None:\n"
+"    print('MW_NOSAFE=1')\n"
+"else:\n"
+"    chosen.switch()\n"
+"    print('MW_THREAD=%%d' %% chosen.ptid[1])\n"
+"    call()\n"
 "gdb.execute('detach')\n"
 "end\n";
 
@@ -120,33 +166,38 @@ static int maps_has(pid_t pid, const char *lib)
 	return found;
 }
 
-int mwi_gdb_inject(pid_t pid, const char *lib, const char *fn,
-		   const char *arg, double timeout, int verbose, int *result)
+/* One gdb session running the script: its output in @out.  Returns 0,
+ * 127 when gdb is missing, -1 when it could not be started, or 1 when it
+ * was still running at @until (ms): then left running, never signalled.
+ * A SIGINT would make gdb interrupt the target with a SIGINT to the
+ * target's whole process group, passed on when the target resumes;
+ * SIGTERM or SIGKILL in the middle of a call kill the target later. */
+static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
+		   const char *fn, const char *arg, long until, char *out,
+		   size_t size)
 {
-	char script[] = "/tmp/mwrap-inject.XXXXXX";
-	char out[65536], pidbuf[16];
+	char leaf[MWI_MAX_LEAF * 20 + 1] = "";
+	char script[] = "/tmp/mwrap-inject.XXXXXX", pidbuf[16];
+	int fd, pipefd[2], status, late = 0;
 	size_t len = 0;
-	int fd, pipefd[2], status, sigints = 0;
-	long deadline;
 	pid_t gdb;
 	FILE *f;
-	char *m;
 
-	if (!plain(lib) || !plain(fn) || !plain(arg)) {
-		fprintf(stderr, "mwrap-inject: gdb backend: quotes, backslashes "
-			"and control characters are not allowed in arguments\n");
-		return EX_USAGE;
-	}
+	out[0] = '\0';
 	fd = mkstemp(script);
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
 		perror("mwrap-inject: gdb script");
-		return EX_TARGET;
+		return -1;
 	}
-	fprintf(f, script_fmt, (int)pid, lib, fn, arg);
+	for (int i = 0; i < m->nleaf; i++)
+		snprintf(leaf + strlen(leaf), sizeof(leaf) - strlen(leaf),
+			 "%s%lu", i ? ", " : "", (unsigned long)m->leaf[i]);
+	fprintf(f, script_fmt, (int)pid, (unsigned long)m->libc_lo,
+		(unsigned long)m->libc_hi, leaf, lib, fn, arg);
 	fclose(f);
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		unlink(script);
-		return EX_TARGET;
+		return -1;
 	}
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
 	gdb = fork();
@@ -164,41 +215,73 @@ int mwi_gdb_inject(pid_t pid, const char *lib, const char *fn,
 	if (gdb < 0) {
 		close(pipefd[0]);
 		unlink(script);
-		return EX_TARGET;
+		return -1;
 	}
-	deadline = now_ms() + (long)(timeout * 1000);
 	for (;;) {
 		struct pollfd p = { pipefd[0], POLLIN, 0 };
-		long left = deadline - now_ms();
+		long left = until - now_ms();
+		ssize_t n;
 
 		if (left <= 0) {
-			/* SIGINT only, and again later if need be */
-			if (sigints++ < 3)
-				kill(gdb, SIGINT);
-			else
-				break;	/* leave gdb to finish on its own */
-			deadline = now_ms() + (long)(timeout * 1000);
-			continue;
+			late = 1;
+			break;
 		}
 		if (poll(&p, 1, (int)left) <= 0)
 			continue;
-		ssize_t n = read(pipefd[0], out + len, sizeof(out) - 1 - len);
-
+		n = read(pipefd[0], out + len, size - 1 - len);
 		if (n <= 0)
 			break;
 		len += (size_t)n;
-		if (len == sizeof(out) - 1)
+		if (len == size - 1)
 			break;
 	}
 	out[len] = '\0';
 	close(pipefd[0]);
 	unlink(script);
-	if (waitpid(gdb, &status, sigints > 3 ? WNOHANG : 0) == 0)
+	if (waitpid(gdb, &status, late ? WNOHANG : 0) == 0) {
 		fprintf(stderr, "mwrap-inject: gdb (pid %d) did not finish; "
 			"left running so as not to harm the target\n", (int)gdb);
-	else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-		fprintf(stderr, "mwrap-inject: gdb is not installed\n");
-		return EX_LOAD;
+		return 1;
+	}
+	return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? 127 : 0;
+}
+
+int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
+		   const char *fn, const char *arg, double timeout, int verbose,
+		   int *result)
+{
+	static char out[65536];
+	long deadline = now_ms() + (long)(timeout * 1000);
+	int ret, late = 0;
+	char *m;
+
+	if (!plain(lib) || !plain(fn) || !plain(arg)) {
+		fprintf(stderr, "mwrap-inject: gdb backend: quotes, backslashes "
+			"and control characters are not allowed in arguments\n");
+		return EX_USAGE;
+	}
+	/* The script never waits: a thread at a safe point when gdb has
+	 * attached gets the call, else gdb detaches at once and we try again
+	 * later, until the deadline.  Waiting inside gdb (for a thread to
+	 * enter malloc) could only end with gdb interrupting the target.
+	 * Past the deadline, a session already started gets a grace period
+	 * to finish its call (gdb startup alone takes a good part of a
+	 * second). */
+	for (;;) {
+		ret = run_gdb(pid, maps, lib, fn, arg, deadline + GDB_GRACE_MS,
+			      out, sizeof(out));
+		if (ret < 0)
+			return EX_TARGET;
+		if (ret == 127) {
+			fprintf(stderr, "mwrap-inject: gdb is not installed\n");
+			return EX_LOAD;
+		}
+		late = ret == 1;
+		if (late || !strstr(out, "MW_NOSAFE=") ||
+		    now_ms() + 50 >= deadline ||
+		    (kill(pid, 0) && errno == ESRCH))
+			break;
+		usleep(50000);
 	}
 	if (verbose)
 		fputs(out, stderr);
@@ -213,11 +296,17 @@ int mwi_gdb_inject(pid_t pid, const char *lib, const char *fn,
 		fprintf(stderr, "mwrap-inject: dlsym: %s not found\n", fn);
 		return EX_SYMBOL;
 	}
+	if (strstr(out, "MW_NOSAFE=")) {
+		fprintf(stderr, "mwrap-inject: finding a safe point: timed out "
+			"(every thread inside libc or the loader, none "
+			"blocked in a lock-free syscall)\n");
+		return EX_NOSAFE;
+	}
 	m = strstr(out, "MW_RESULT=");
 	if (!m || !maps_has(pid, lib)) {
 		fprintf(stderr, "mwrap-inject: gdb did not complete the call%s\n",
-			sigints ? " (timed out; interrupted with SIGINT)" : "");
-		return sigints ? EX_NOSAFE : EX_TARGET;
+			late ? " (timed out)" : "");
+		return late ? EX_NOSAFE : EX_TARGET;
 	}
 	*result = atoi(m + 10);
 	return 0;

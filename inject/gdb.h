@@ -2,18 +2,24 @@
  *
  * For systems where our own ptrace use is refused or distrusted.  The
  * call is made in a thread blocked in a lock-free syscall if there is
- * one, else at the entry of malloc/free/calloc/realloc (never inside
- * them, never from ld.so); unwindonsignal is on and asynchronous signals
- * pass through.  On timeout gdb only ever gets SIGINT: SIGTERM or
- * SIGKILL in the middle of a call kill the target later. */
+ * one, else in a thread that the attach stopped in code of its own
+ * (outside libc, ld.so and our libraries) or in a libc string routine
+ * that such code called (@m's leaves, see maps.c); unwindonsignal is on and
+ * asynchronous signals pass through.  gdb never waits for a safe point:
+ * it detaches and is run again until the deadline.  We never signal
+ * gdb (see run_gdb in gdb.c), so no timeout of ours sends the target a
+ * signal. */
 #ifndef MWI_GDB_H
 #define MWI_GDB_H
 
 #include <sys/types.h>
 
+#include "maps.h"
+
 /* Returns 0 with *@result set, or a mwrap-inject exit code (> 0) after
  * printing the reason. */
-int mwi_gdb_inject(pid_t pid, const char *lib, const char *fn,
-		   const char *arg, double timeout, int verbose, int *result);
+int mwi_gdb_inject(pid_t pid, const struct mwi_maps *m, const char *lib,
+		   const char *fn, const char *arg, double timeout, int verbose,
+		   int *result);
 
 #endif

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #define MWI_MAX_RANGES 64
+#define MWI_MAX_LEAF 48
 
 struct mwi_maps {
 	char libc_path[PATH_MAX];	/* as the target sees it */
@@ -17,6 +18,12 @@ struct mwi_maps {
 	uintptr_t unsafe_lo[MWI_MAX_RANGES], unsafe_hi[MWI_MAX_RANGES];
 	int nunsafe;
 	int has_libmwrap;		/* already loaded */
+	uintptr_t libc_lo, libc_hi;	/* libc's executable mapping */
+	/* Entries of libc's lock-free string/memory routines as this CPU's
+	 * libc selects them (see maps.c); none when the target's libc is
+	 * not the file ours is. */
+	uintptr_t leaf[MWI_MAX_LEAF];
+	int nleaf;
 };
 
 /* Reads /proc/PID/maps.  Returns 0, -ENOENT if no libc is mapped (a
@@ -24,6 +31,8 @@ struct mwi_maps {
 int mwi_maps_read(pid_t pid, struct mwi_maps *m);
 
 int mwi_maps_unsafe(const struct mwi_maps *m, uintptr_t pc);
+/* 1 when @pc is the entry of one of m->leaf. */
+int mwi_maps_leaf(const struct mwi_maps *m, uintptr_t pc);
 
 /* The offset-0 mapping of @file (as the target names it; a chrooted
  * target's files show in maps under our view of its root, which ends

@@ -6,7 +6,8 @@
  *
  * FUNCTION is called as int FUNCTION(const char *arg) in one thread of
  * the target, stopped at a safe point (never inside libc or the loader
- * unless blocked in a lock-free syscall); its result is printed as
+ * unless blocked in a lock-free syscall, or inside memcpy and the like
+ * called from outside them); its result is printed as
  * "result=N".  Everything the call changed in the thread (registers,
  * vector state, signal mask, stack bytes) is put back before detaching.
  */
@@ -15,6 +16,7 @@
 #include "gdb.h"
 #include "maps.h"
 #include "ptrace.h"
+#include "seccomp.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,7 +54,12 @@ static void usage(FILE *f)
 "5 no safe point in time, 6 dlopen failed, 7 FUNCTION not found,\n"
 "8 target exited meanwhile, 9 the target faulted in the call\n"
 "\n"
-"--backend=gdb makes the same call through gdb -p PID -batch.\n");
+"--backend=gdb makes the same call through gdb -p PID -batch.\n"
+"\n"
+"mwrap-inject --check-seccomp -p PID: what PID's seccomp filter does with\n"
+"each syscall an attach makes, one line each; exit 0 safe, 10 refuse (a\n"
+"call would kill it, or a required one is denied), 11 cannot be shown\n"
+"safe.  mwrap-inject --list-syscalls: those syscalls.\n");
 }
 
 static int fail(int code, const char *stage, const char *what, int err)
@@ -266,6 +273,8 @@ int main(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "check-seccomp", no_argument, NULL, 'S' },
+		{ "list-syscalls", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mwi_maps maps;
@@ -273,10 +282,11 @@ int main(int argc, char **argv)
 	pid_t tids[256];
 	double timeout = 10;
 	long pid = 0;
-	int c, verbose = 0, ntids, i, ret, code = EX_NOSAFE;
+	int c, verbose = 0, ntids, i, ret, done, code = EX_NOSAFE;
+	long deadline;
 	sigset_t guard, old;
 	char *end;
-	int use_gdb = 0;
+	int use_gdb = 0, check_seccomp = 0;
 	static char libpath[PATH_MAX];
 
 	while ((c = getopt_long(argc, argv, "p:t:vh", longopts, NULL)) != -1) {
@@ -305,10 +315,24 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return EX_OK;
+		case 'S':
+			check_seccomp = 1;
+			break;
+		case 'L':
+			mwi_sc_list(stdout);
+			return EX_OK;
 		default:
 			usage(stderr);
 			return EX_USAGE;
 		}
+	}
+	if (check_seccomp && pid && optind == argc) {
+		ret = mwi_sc_check((pid_t)pid, stdout, verbose);
+		if (ret < 0)
+			return fail(ret == -ENOENT || ret == -ESRCH ? EX_NOPROC :
+				    EX_PERM, "reading the seccomp state", "",
+				    -ret);
+		return ret == 0 ? EX_OK : 9 + ret;
 	}
 	if (!pid || argc - optind < 2 || argc - optind > 3) {
 		usage(stderr);
@@ -337,7 +361,8 @@ int main(int argc, char **argv)
 	if (use_gdb) {
 		int result;
 
-		code = mwi_gdb_inject((pid_t)pid, argv[optind], argv[optind + 1],
+		code = mwi_gdb_inject((pid_t)pid, &maps, argv[optind],
+				      argv[optind + 1],
 				      argc - optind == 3 ? argv[optind + 2] : "",
 				      timeout, verbose, &result);
 		if (code == 0)
@@ -357,45 +382,67 @@ int main(int argc, char **argv)
 	sigaddset(&guard, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &guard, &old);
 
-	ntids = list_threads((pid_t)pid, tids, 256);
-	for (i = 0; i < ntids; i++) {
-		memset(&thr, 0, sizeof(thr));
-		thr.pid = (pid_t)pid;
-		thr.tid = tids[i];
-		thr.verbose = verbose;
-		thr.deadline_ms = mwi_now_ms() + (long)(timeout * 1000);
-		ret = mwi_seize(&thr);
-		if (ret == -EPERM) {
-			code = fail(EX_PERM, "ptrace", "attach refused", EPERM);
-			break;
-		}
-		if (ret == -ESRCH)
-			continue;	/* thread ended meanwhile */
-		if (ret == 0)
-			ret = mwi_safe_point(&thr, &maps);
-		if (ret == 0) {
-			if (verbose)
-				fprintf(stderr, "mwrap-inject: calling in "
-					"thread %d\n", (int)thr.tid);
-			code = inject(&thr, &fns, argv[optind],
-				      argv[optind + 1],
-				      argc - optind == 3 ? argv[optind + 2] : "");
+	/* Each thread gets a bounded number of looks (mwi_safe_point's
+	 * -EAGAIN) before the next one is tried, and the passes over the
+	 * threads go on until the deadline: a thread that is rarely outside
+	 * libc is still caught at one of those moments. */
+	deadline = mwi_now_ms() + (long)(timeout * 1000);
+	for (done = 0; !done;) {
+		ntids = list_threads((pid_t)pid, tids, 256);
+		for (i = 0; i < ntids && !done; i++) {
+			memset(&thr, 0, sizeof(thr));
+			thr.pid = (pid_t)pid;
+			thr.tid = tids[i];
+			thr.verbose = verbose;
+			thr.deadline_ms = deadline;
+			ret = mwi_seize(&thr);
+			if (ret == -EPERM) {
+				code = fail(EX_PERM, "ptrace", "attach refused",
+					    EPERM);
+				done = 1;
+				continue;
+			}
+			if (ret == -ESRCH)
+				continue;	/* thread ended meanwhile */
+			if (ret == 0)
+				ret = mwi_safe_point(&thr, &maps);
+			if (ret == 0) {
+				if (verbose)
+					fprintf(stderr, "mwrap-inject: calling "
+						"in thread %d\n", (int)thr.tid);
+				code = inject(&thr, &fns, argv[optind],
+					      argv[optind + 1], argc - optind == 3 ?
+					      argv[optind + 2] : "");
+				mwi_sc_settle(&thr);
+				mwi_release(&thr);
+				if (verbose)
+					fprintf(stderr, "mwrap-inject: thread %d "
+						"paused %ld us\n", (int)thr.tid,
+						thr.stopped_us);
+				done = 1;
+				continue;
+			}
 			mwi_release(&thr);
-			if (verbose)
-				fprintf(stderr, "mwrap-inject: thread %d paused "
-					"%ld us\n", (int)thr.tid, thr.stopped_us);
+			if (ret == -ETIMEDOUT) {
+				code = fail(EX_NOSAFE, "finding a safe point",
+					    "timed out", 0);
+				done = 1;
+			}
+		}
+		if (done)
+			break;
+		if (kill((pid_t)pid, 0) && errno == ESRCH) {
+			code = fail(EX_GONE, "finding a safe point",
+				    "the process exited", ESRCH);
 			break;
 		}
-		mwi_release(&thr);
-		if (ret == -ETIMEDOUT) {
-			code = fail(EX_NOSAFE, "finding a safe point",
-				    "timed out", 0);
+		if (mwi_now_ms() >= deadline) {
+			code = fail(EX_NOSAFE, "finding a safe point", "every "
+				    "thread is busy inside libc or the loader",
+				    0);
 			break;
 		}
 	}
-	if (i == ntids && code == EX_NOSAFE)
-		code = fail(EX_NOSAFE, "finding a safe point",
-			    "every thread is busy inside libc or the loader", 0);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return code;
 }

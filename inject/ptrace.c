@@ -93,7 +93,7 @@ static int is_event_stop(int status)
 
 static void remember_signal(struct mwi_thread *t, int sig)
 {
-	/* SIGTRAP stops come from our own steps and syscall stops */
+	/* SIGTRAP stops come from our own syscall stops */
 	if ((sig & 0x7f) == SIGTRAP)
 		return;
 	if (t->npending < MWI_MAX_PENDING)
@@ -101,7 +101,9 @@ static void remember_signal(struct mwi_thread *t, int sig)
 }
 
 /* Interrupts the running thread and waits for the interrupt stop,
- * holding back signals that arrive first. */
+ * holding back signals that arrive first (re-sent by mwi_release).  Not
+ * delivered now: a handler run during our search for a safe point could
+ * be taken for one, while what it interrupted holds a lock. */
 static int interrupt(struct mwi_thread *t)
 {
 	int status, ret;
@@ -167,9 +169,70 @@ static int in_syscall(const struct user_regs_struct *r)
 		rax == -EINTR);
 }
 
-/* 0: safe now; 1: unsafe, in user code; 2: unsafe, inside a syscall
- * (never single-step that: the step restarts the call, and can turn a
- * sleep into an early EINTR); <0 error. */
+static int peek_poke(struct mwi_thread *t, uintptr_t addr, void *buf,
+		     size_t len, int write);
+
+/* The slot a PLT stub at @stub jumps through: "jmp *disp32(%rip)", after
+ * an endbr64 and a bnd prefix if any (.plt, .plt.sec).  0 or -ENOENT. */
+static int plt_slot(struct mwi_thread *t, uintptr_t stub, uintptr_t *slot)
+{
+	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	unsigned char c[12];
+	int32_t disp;
+	size_t i = 0;
+
+	if (peek_poke(t, stub, c, sizeof(c), 0))
+		return -ENOENT;
+	if (!memcmp(c, endbr64, sizeof(endbr64)))
+		i = 4;
+	if (c[i] == 0xf2)
+		i++;
+	if (c[i] != 0xff || c[i + 1] != 0x25)
+		return -ENOENT;
+	memcpy(&disp, c + i + 2, sizeof(disp));
+	*slot = stub + i + 6 + (intptr_t)disp;
+	return 0;
+}
+
+/* 1 when the thread is inside one of libc's leaf routines (m->leaf) that
+ * code outside libc and the loader called: the word at rsp is a return
+ * address into that code, just past a call to a leaf entry, either
+ * direct ("call rel32", to a PLT stub or the entry) or through a GOT
+ * slot ("call *disp32(%rip)", -fno-plt).  The leaves push nothing, so
+ * the word at rsp stays their return address while they run; a frame
+ * anywhere below that holds a lock (memcpy called by realloc or fwrite)
+ * has a return address inside libc and fails the test. */
+static int in_leaf_called_from_outside(struct mwi_thread *t,
+				       const struct mwi_maps *m,
+				       const struct user_regs_struct *r)
+{
+	unsigned char c[6];
+	uint64_t ret, dest;
+	uintptr_t slot;
+	int32_t disp;
+
+	if (!m->nleaf || r->rip < m->libc_lo || r->rip >= m->libc_hi ||
+	    peek_poke(t, r->rsp, &ret, sizeof(ret), 0) ||
+	    mwi_maps_unsafe(m, ret) || ret < sizeof(c) ||
+	    peek_poke(t, ret - sizeof(c), c, sizeof(c), 0))
+		return 0;
+	memcpy(&disp, c + 2, sizeof(disp));
+	if (c[0] == 0xff && c[1] == 0x15 &&
+	    !peek_poke(t, ret + (intptr_t)disp, &dest, sizeof(dest), 0) &&
+	    mwi_maps_leaf(m, dest))
+		return 1;
+	if (c[1] != 0xe8)	/* call rel32: the same 4 bytes */
+		return 0;
+	dest = ret + (intptr_t)disp;
+	if (mwi_maps_leaf(m, dest))
+		return 1;
+	return !plt_slot(t, dest, &slot) &&
+	       !peek_poke(t, slot, &dest, sizeof(dest), 0) &&
+	       mwi_maps_leaf(m, dest);
+}
+
+/* 0: safe now; 1: unsafe, in user code; 2: unsafe, inside a syscall;
+ * <0 error. */
 static int check_point(struct mwi_thread *t, const struct mwi_maps *m)
 {
 	struct user_regs_struct r;
@@ -179,60 +242,44 @@ static int check_point(struct mwi_thread *t, const struct mwi_maps *m)
 		return ret;
 	if (in_syscall(&r))
 		return safe_syscall((long)r.orig_rax) ? 0 : 2;
-	return mwi_maps_unsafe(m, r.rip) ? 1 : 0;
+	if (!mwi_maps_unsafe(m, r.rip))
+		return 0;
+	if (in_leaf_called_from_outside(t, m, &r)) {
+		say(t, "safe point inside a string routine at %#llx\n", r.rip);
+		return 0;
+	}
+	return 1;
 }
 
+/* Never single-steps: a thread left with the trap flag set, or stopped
+ * with the step's SIGTRAP pending, dies of that SIGTRAP if we are
+ * killed (the kernel detaches a dead tracer's threads as they are).
+ * From an interrupt stop, by contrast, a thread just resumes.  So the
+ * thread only ever runs freely (PTRACE_CONT) or sits in such a stop,
+ * and we sample it: let it run a moment, stop it, look. */
 int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m)
 {
 	int attempt, ret;
 
-	/* A few thousand steps leave any short libc routine; a long one
-	 * (a big memcpy) is better left to run and caught again later than
-	 * stepped through for a second. */
 	for (attempt = 0; attempt < 200; attempt++) {
-		int steps;
-
 		ret = check_point(t, m);
-		if (ret <= 0)
+		if (ret <= 0) {
+			if (ret == 0 && attempt)
+				say(t, "safe point after %d stops\n", attempt);
 			return ret;
-		/* step out of libc/ld.so: it may hold malloc's or the
-		 * loader's state half-updated */
-		for (steps = 0; ret == 1 && steps < 2000; steps++) {
-			int status;
-
-			if (ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
-				return -errno;
-			ret = wait_stop(t, mwi_now_ms() + 200, &status);
-			if (ret == -ETIMEDOUT) {
-				/* blocked in a syscall: stop it again */
-				ret = interrupt(t);
-				if (ret)
-					return ret;
-				break;
-			}
-			if (ret)
-				return ret;
-			if (WIFSTOPPED(status))
-				remember_signal(t, WSTOPSIG(status));
-			ret = check_point(t, m);
-			if (ret <= 0) {
-				say(t, "safe point after %d steps\n", steps + 1);
-				return ret;
-			}
 		}
-		if (check_point(t, m) == 0)
-			return 0;
-		/* let it run a little and try again */
+		if (mwi_now_ms() >= t->deadline_ms)
+			return -ETIMEDOUT;
+		/* let it run a little (varied, not to beat in step with a
+		 * loop of the target's) and look again */
 		if (ptrace(PTRACE_CONT, t->tid, 0, 0))
 			return -errno;
 		t->stopped_us += mwi_now_us() - t->stop_start_us;
-		usleep(200 + (unsigned)(attempt % 10) * 300);
+		usleep(200 + (unsigned)(attempt * 7919 % 10) * 300);
 		ret = interrupt(t);
 		t->stop_start_us = mwi_now_us();
 		if (ret)
 			return ret;
-		if (mwi_now_ms() >= t->deadline_ms)
-			return -ETIMEDOUT;
 	}
 	return -EAGAIN;
 }

@@ -41,8 +41,11 @@ struct mwi_thread {
 /* Each returns 0 or -errno: -ESRCH when the thread went away, -ETIMEDOUT
  * past the deadline, -EPERM when ptrace is refused. */
 int mwi_seize(struct mwi_thread *t);
-/* Steps the thread out of libc/ld.so/tracer code unless it sits in a
- * blocking syscall known to hold no lock.  -EAGAIN: no safe point. */
+/* Lets the thread run and stops it again (never single-steps it) until
+ * it stops outside libc/ld.so/tracer code, inside a libc string routine
+ * that code outside them called, or in a blocking syscall known to hold
+ * no lock.  The thread is left in an interrupt stop.  -EAGAIN: no safe
+ * point in 200 tries. */
 int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m);
 int mwi_save(struct mwi_thread *t);
 /* Copies @len bytes below the red zone; *@addr gets their address. */

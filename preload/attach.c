@@ -136,6 +136,9 @@ static void answer_stats(void)
 	KV("frees", st.total_frees);
 	KV("allocations_per_s", rate);
 	KV("unknown_frees", st.unknown_frees);
+	KV("unknown_freed_bytes", mw_live_unknown_bytes());
+	mw_out_str(&o, " net_change_bytes=");
+	mw_out_i64(&o, (int64_t)st.live_bytes - (int64_t)mw_live_unknown_bytes());
 	KV("dropped", st.dropped);
 	KV("got_slots", (uint64_t)mw_got_patched());
 	KV("got_foreign", (uint64_t)mw_got_foreign);
@@ -481,8 +484,11 @@ static void *helper_main(void *arg)
 	ret = open_control_files();
 	if (ret < 0)
 		goto fail;
-	if (mw_sites_init()) {
-		answer("error: ", "cannot create the site table");
+	ret = mw_sites_init();
+	if (ret) {
+		/* before anything is hooked: the target runs on untouched */
+		answer("error: cannot create the site table (a memory limit?): ",
+		       strerrordesc_np(-ret));
 		goto fail;
 	}
 	mw_ruby_init();

@@ -1,31 +1,50 @@
 /* counts.c - see counts.h */
 #define _GNU_SOURCE
 #include "counts.h"
+#include "spin.h"
 
-#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
-/* Room for this many hot sites (512 bytes each, touched as handed out):
- * far more call sites than any one process keeps busy. */
+/* Room for this many hot sites (512 bytes each): far more call sites
+ * than any one process keeps busy.  Mapped a chunk at a time as sites
+ * turn hot, so that an attach under a tight address-space limit does
+ * not spend 8 MiB on stripes it may never use. */
 #define HOT_MAX 16384u
+#define CHUNK_STRIPES 512u	/* 256 KiB */
 
-static struct mw_stripes *pool;
+static struct mw_stripes *chunks[HOT_MAX / CHUNK_STRIPES];
+static int chunk_lock;		/* serialises the mapping of a chunk */
 static unsigned pool_used;
 
 int mw_counts_init(void)
 {
+	return 0;
+}
+
+/* The chunk holding stripe set @i, mapped on first use; NULL when it
+ * cannot be (the site then keeps its one set). */
+static struct mw_stripes *chunk_of(unsigned i)
+{
+	struct mw_stripes **slot = &chunks[i / CHUNK_STRIPES];
+	struct mw_stripes *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	void *m;
 
-	if (pool)
-		return 0;
-	m = mmap(NULL, HOT_MAX * sizeof(struct mw_stripes),
-		 PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (m == MAP_FAILED)
-		return -ENOMEM;
-	__atomic_store_n(&pool, m, __ATOMIC_RELEASE);
-	return 0;
+	if (c)
+		return c;
+	mw_spin_lock(&chunk_lock);
+	c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!c) {
+		m = mmap(NULL, CHUNK_STRIPES * sizeof(struct mw_stripes),
+			 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+		if (m != MAP_FAILED) {
+			c = m;
+			__atomic_store_n(slot, c, __ATOMIC_RELEASE);
+		}
+	}
+	mw_spin_unlock(&chunk_lock);
+	return c;
 }
 
 void mw_counts_number_thread(void)
@@ -38,18 +57,21 @@ void mw_counts_number_thread(void)
 
 void mw_counts_make_hot(struct mw_site_counts *c)
 {
-	struct mw_stripes *base = __atomic_load_n(&pool, __ATOMIC_ACQUIRE);
-	struct mw_stripes *none = NULL;
+	struct mw_stripes *none = NULL, *chunk;
 	unsigned i;
 
-	if (!base || __atomic_load_n(&pool_used, __ATOMIC_RELAXED) >= HOT_MAX)
+	if (__atomic_load_n(&pool_used, __ATOMIC_RELAXED) >= HOT_MAX)
 		return;
 	i = __atomic_fetch_add(&pool_used, 1, __ATOMIC_RELAXED);
 	if (i >= HOT_MAX)
 		return;		/* lost a race for the last ones */
-	/* fresh pool memory is zero; only one caller sees the crossing, but
-	 * after a reset a site may cross again: keep the first stripes */
-	__atomic_compare_exchange_n(&c->stripes, &none, &base[i], 0,
+	chunk = chunk_of(i);
+	if (!chunk)
+		return;
+	/* fresh chunk memory is zero; only one caller sees the crossing,
+	 * but after a reset a site may cross again: keep the first stripes */
+	__atomic_compare_exchange_n(&c->stripes, &none,
+				    &chunk[i % CHUNK_STRIPES], 0,
 				    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
@@ -99,7 +121,11 @@ void mw_counts_zero(struct mw_site_counts *c)
 
 uint64_t mw_counts_memory(void)
 {
-	unsigned n = __atomic_load_n(&pool_used, __ATOMIC_RELAXED);
+	uint64_t n = 0;
+	unsigned i;
 
-	return (uint64_t)(n < HOT_MAX ? n : HOT_MAX) * sizeof(struct mw_stripes);
+	for (i = 0; i < HOT_MAX / CHUNK_STRIPES; i++)
+		if (__atomic_load_n(&chunks[i], __ATOMIC_RELAXED))
+			n += CHUNK_STRIPES * sizeof(struct mw_stripes);
+	return n;
 }

@@ -6,7 +6,7 @@
  * against 0.50 s for either thread alone).  A site that has seen
  * MW_COUNTS_HOT allocations gets a set of counters per stripe, each on
  * its own line; a thread adds to its own stripe and a reader sums them
- * all.  Stripes come from one reserved pool and are never freed.
+ * all.  Stripes come from chunks mapped as needed, never freed.
  */
 #ifndef MW_COUNTS_H
 #define MW_COUNTS_H
@@ -39,11 +39,13 @@ struct mw_site_counts {
 	struct mw_stripes *stripes;	/* NULL until then */
 };
 
-/* Reserves the stripe pool.  Returns 0 or -ENOMEM.  Context: not a hook. */
+/* Nothing to reserve any more (chunks are mapped as sites turn hot);
+ * returns 0.  Context: not a hook. */
 int mw_counts_init(void);
 
 /* Gives @c its stripes (after its allocations crossed MW_COUNTS_HOT);
- * when the pool is used up the site keeps one set.  Context: hook-safe. */
+ * when they are used up or cannot be mapped the site keeps one set.
+ * Context: hook-safe (may mmap; never allocates). */
 void mw_counts_make_hot(struct mw_site_counts *c);
 
 /* Numbers the calling thread's stripe: threads take them in turn. */

@@ -126,9 +126,20 @@ static const char *age_unit_name(void)
 	return mw_age_unit == MW_AGE_GC ? "gc_generations" : "ns";
 }
 
+/* Tracked live bytes less the bytes of earlier blocks freed meanwhile:
+ * how the window changed the heap, where live bytes alone count only
+ * what it added (its blocks are new, the frees of older ones unseen). */
+static int64_t net_change(const struct mw_stats *st)
+{
+	return (int64_t)st->live_bytes - (int64_t)mw_live_unknown_bytes();
+}
+
 static void header_text(struct mw_out *o)
 {
+	struct mw_stats st;
 	const char *a;
+
+	mw_stats(&st);
 
 	mw_out_str(o, "# mwrap-attach " VERSION " pid=");
 	mw_out_u64(o, (uint64_t)getpid(), 0);
@@ -139,6 +150,14 @@ static void header_text(struct mw_out *o)
 	mw_out_str(o, " allocator=");
 	for (a = mw_allocator_name(); *a; a++)	/* one word */
 		mw_out_chr(o, *a == ' ' ? '-' : *a);
+	mw_out_str(o, " tracked_live_bytes=");
+	mw_out_u64(o, st.live_bytes, 0);
+	mw_out_str(o, " unknown_frees=");
+	mw_out_u64(o, st.unknown_frees, 0);
+	mw_out_str(o, " unknown_freed_bytes=");
+	mw_out_u64(o, mw_live_unknown_bytes(), 0);
+	mw_out_str(o, " net_change_bytes=");
+	mw_out_i64(o, net_change(&st));
 	mw_out_str(o, " columns=total_bytes,call_count,location\n");
 }
 
@@ -177,6 +196,9 @@ static void header_json(struct mw_out *o)
 	mw_out_chr(o, '"');
 	mw_out_json_u64(o, "sample_bytes", mw_sample_bytes);
 	mw_out_json_u64(o, "unknown_frees", st.unknown_frees);
+	mw_out_json_u64(o, "unknown_freed_bytes", mw_live_unknown_bytes());
+	mw_out_str(o, ",\"net_change_bytes\":");
+	mw_out_i64(o, net_change(&st));
 	mw_out_str(o, "}\n");
 }
 

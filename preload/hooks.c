@@ -92,12 +92,16 @@ static void *realloc_tracked(void *p, size_t n, size_t m, int array,
 {
 	struct mw_live_entry old, stale;
 	size_t size = n * m;
-	int had, saved;
+	int maybe, had, saved;
+	uint64_t unknown_bytes = 0;
 	void *q;
 
 	mw_tls.guard++;
-	had = mw_sample_maybe((uintptr_t)p) &&
-	      mw_live_remove((uintptr_t)p, &old);
+	maybe = mw_sample_maybe((uintptr_t)p);
+	had = maybe && mw_live_take((uintptr_t)p, &old);
+	/* a block from before tracking: its size, while it still exists */
+	if (maybe && !had)
+		unknown_bytes = mw_track_usable_size(p);
 	q = array ? mw_real.reallocarray(p, n, m) : mw_real.realloc(p, n);
 	saved = errno;
 	if (!q && size != 0) {
@@ -106,6 +110,8 @@ static void *realloc_tracked(void *p, size_t n, size_t m, int array,
 	} else {
 		if (had)
 			mw_track_account_free(&old);
+		else if (maybe)
+			mw_live_add_unknown((uintptr_t)p, unknown_bytes);
 		if (q && mw_sample_take(size))
 			mw_track_alloc(q, size, caller);
 	}

@@ -1,6 +1,7 @@
 /* live.c - see live.h */
 #define _GNU_SOURCE
 #include "live.h"
+#include "real.h"
 #include "spin.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@ struct shard {
 	uint32_t mask;		/* slots - 1, 0 before first use */
 	uint64_t count;
 	uint64_t unknown;	/* removes of pointers not in the table */
+	uint64_t unknown_bytes;	/* their usable sizes */
 	struct mw_live_entry *slots;
 } __attribute__((aligned(64)));
 
@@ -175,6 +177,22 @@ int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
 	return 1;
 }
 
+/* A free of a pointer the table does not hold (a block from before
+ * tracking began): counted with its usable size, asked while the block
+ * still exists.  Under the lock, whose line is ours already, so no
+ * atomic is needed; out of line, off the path of tracked blocks. */
+static __attribute__((noinline, cold)) void
+unknown_locked(struct shard *sh, uintptr_t ptr)
+{
+	uint64_t bytes = mw_real.malloc_usable_size ?
+			 mw_real.malloc_usable_size((void *)ptr) : 0;
+
+	sh->unknown++;
+	/* read without the lock by mw_live_unknown_bytes */
+	__atomic_store_n(&sh->unknown_bytes, sh->unknown_bytes + bytes,
+			 __ATOMIC_RELAXED);
+}
+
 static int remove_entry(uintptr_t ptr, struct mw_live_entry *out,
 			int count_unknown)
 {
@@ -187,13 +205,15 @@ static int remove_entry(uintptr_t ptr, struct mw_live_entry *out,
 	mask = sh->mask;
 	s = sh->slots;
 	if (!mask) {
-		sh->unknown += (uint64_t)count_unknown;
+		if (count_unknown)
+			unknown_locked(sh, ptr);
 		mw_spin_unlock(&sh->lock);
 		return 0;
 	}
 	for (i = home(h, mask); mw_live_ptr(&s[i]) != ptr; i = (i + 1) & mask) {
 		if (!s[i].key) {
-			sh->unknown += (uint64_t)count_unknown;
+			if (count_unknown)
+				unknown_locked(sh, ptr);
 			mw_spin_unlock(&sh->lock);
 			return 0;
 		}
@@ -224,6 +244,17 @@ int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
 int mw_live_take(uintptr_t ptr, struct mw_live_entry *out)
 {
 	return remove_entry(ptr, out, 0);
+}
+
+void mw_live_add_unknown(uintptr_t ptr, uint64_t bytes)
+{
+	struct shard *sh = shard_of(ptr);
+
+	mw_spin_lock(&sh->lock);
+	sh->unknown++;
+	__atomic_store_n(&sh->unknown_bytes, sh->unknown_bytes + bytes,
+			 __ATOMIC_RELAXED);
+	mw_spin_unlock(&sh->lock);
 }
 
 void mw_live_each(uint32_t site,
@@ -295,6 +326,7 @@ void mw_live_clear(uint32_t keep)
 			sh->count = 0;
 		}
 		sh->unknown = 0;
+		__atomic_store_n(&sh->unknown_bytes, 0, __ATOMIC_RELAXED);
 		mw_spin_unlock(&sh->lock);
 	}
 }
@@ -332,6 +364,16 @@ uint64_t mw_live_unknown(void)
 
 	for (s = 0; s < NSHARDS; s++)
 		n += __atomic_load_n(&shards[s].unknown, __ATOMIC_RELAXED);
+	return n;
+}
+
+uint64_t mw_live_unknown_bytes(void)
+{
+	uint64_t n = 0;
+	unsigned s;
+
+	for (s = 0; s < NSHARDS; s++)
+		n += __atomic_load_n(&shards[s].unknown_bytes, __ATOMIC_RELAXED);
 	return n;
 }
 

@@ -80,12 +80,18 @@ void mw_live_prefetch(uintptr_t ptr);
 int mw_live_watch(uintptr_t ptr, uint32_t marker_site);
 
 /* Removes @ptr; copies its entry to *@out and returns 1, or returns 0 if
- * the pointer is unknown.  Context: as mw_live_insert. */
+ * the pointer is unknown, counting it with the allocator's usable size
+ * (so @ptr must still be allocated).  Context: as mw_live_insert. */
 int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out);
 
 /* As mw_live_remove, but a pointer not found is not counted as an
  * unknown free (for lookups that may well miss).  Context: hook. */
 int mw_live_take(uintptr_t ptr, struct mw_live_entry *out);
+
+/* Counts a free of a block not in the table, of @bytes (its usable
+ * size), made some other way than mw_live_remove (realloc).
+ * Context: hook-safe. */
+void mw_live_add_unknown(uintptr_t ptr, uint64_t bytes);
 
 /* Calls @fn on a copy of every entry (of one site when @site != 0),
  * outside the shard locks, so @fn may allocate.  Entries moved by a
@@ -111,6 +117,9 @@ uint64_t mw_live_memory(void);
 /* Removes of pointers the table did not hold (frees of blocks allocated
  * before tracking began, or never seen). */
 uint64_t mw_live_unknown(void);
+/* Their bytes, as the allocator's usable size reported them (0 for an
+ * allocator without malloc_usable_size). */
+uint64_t mw_live_unknown_bytes(void);
 
 /* Inserts that failed for lack of memory. */
 extern uint64_t mw_live_dropped;

@@ -55,6 +55,43 @@ size_t mw_boot_size(const void *p)
 	return size;
 }
 
+/* Whether @a and @b are both defined, by the same loaded object. */
+static int same_object(void *a, void *b)
+{
+	Dl_info ia, ib;
+
+	return a && b && dladdr(a, &ia) && dladdr(b, &ib) &&
+	       ia.dli_fbase == ib.dli_fbase;
+}
+
+/* glibc's usable size of a block known to be allocated.  Its own
+ * malloc_usable_size first checks that the block is in use, which reads
+ * the next chunk's header: a cache miss that the free which follows
+ * would not take (measured: 1.5x the time per allocation of a Ruby
+ * workload freeing blocks from before the attach).  The size word just
+ * before the block is read by that free anyway: size in the high bits,
+ * IS_MMAPPED in bit 1 (such a chunk has no next chunk to lend it its
+ * first word). */
+static size_t glibc_usable_size(void *p)
+{
+	size_t word = ((const size_t *)p)[-1];
+
+	return (word & ~(size_t)7) - (word & 2 ? 2 : 1) * sizeof(size_t);
+}
+
+/* Whether @fn is defined by glibc's libc.so. */
+static int in_libc(void *fn)
+{
+	const char *base;
+	Dl_info info;
+
+	if (!fn || !dladdr(fn, &info) || !info.dli_fname)
+		return 0;
+	base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	return strncmp(base, "libc.so", 7) == 0;
+}
+
 /* Fills @f from @handle (RTLD_NEXT or RTLD_DEFAULT); 1 if all found. */
 static int resolve_into(struct mw_real_fns *f, void *handle)
 {
@@ -69,7 +106,13 @@ static int resolve_into(struct mw_real_fns *f, void *handle)
 	RESOLVE(memalign);
 	RESOLVE(valloc);
 	RESOLVE(pvalloc);
+	RESOLVE(malloc_usable_size);
 #undef RESOLVE
+	if (!same_object(*(void **)&f->malloc,
+			 *(void **)&f->malloc_usable_size))
+		f->malloc_usable_size = NULL;
+	else if (in_libc(*(void **)&f->malloc_usable_size))
+		f->malloc_usable_size = glibc_usable_size;
 	return f->malloc && f->calloc && f->realloc && f->reallocarray &&
 	       f->free && f->posix_memalign && f->aligned_alloc &&
 	       f->memalign && f->valloc && f->pvalloc;

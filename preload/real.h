@@ -21,6 +21,11 @@ struct mw_real_fns {
 	void *(*memalign)(size_t, size_t);
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
+	/* optional: NULL unless malloc's own object defines it (another
+	 * object's would misread the allocator's blocks); for glibc, a
+	 * reading of the chunk header that skips its in-use check, so only
+	 * for blocks known to be allocated */
+	size_t (*malloc_usable_size)(void *);
 };
 
 /* Filled by mw_real_resolve(); read-only afterwards. */

@@ -5,6 +5,9 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stddef.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 int mw_ruby_present;
 uint64_t mw_ruby_generation;
@@ -35,10 +38,13 @@ static int (*native_thread_p)(void);
 #define PROFILE_DEPTH 8		/* C frames above the innermost Ruby one */
 #define PROFILE_FIRST 2		/* frames asked for first */
 
-/* Ruby 3.1's frame layout, read only on that version, and only while
- * every miss finds the frame Ruby reports (mw_ruby_pos_location). */
+/* Ruby's frame layout, read only while the misses find the frame Ruby
+ * reports (mw_ruby_pos_location): on 3.1 through its exported
+ * rb_vm_get_ruby_level_next_cfp, from 3.2 by our own walk (below). */
 static int frames_known;
-#define EC_CFP 2	/* rb_execution_context_t: vm_stack, vm_stack_size, cfp */
+#define EC_STACK 0	/* rb_execution_context_t: vm_stack, */
+#define EC_STACK_SIZE 1	/* vm_stack_size (in VALUEs), */
+#define EC_CFP 2	/* cfp, ... (3.1 to 4.0) */
 #define CFP_PC 0	/* rb_control_frame_t: pc, sp, iseq, ... */
 #define CFP_ISEQ 2
 #define ISEQ_BODY 2	/* rb_iseq_t: flags, wrapper, body */
@@ -50,6 +56,130 @@ struct iseq_body_head {
 	uintptr_t iseq_encoded;
 };
 
+/* Ruby 3.2+ frames, walked by us: the EC comes from ruby_current_ec
+ * (below), whose tls_index we read from rb_profile_frames' code, the
+ * frames are 7 words each.  Trusted only once, read with copies that
+ * cannot fault (process_vm_readv), the EC points to the thread whose
+ * self rb_thread_current() returns and the innermost Ruby frame's pc
+ * lies in its iseq's code. */
+static uintptr_t (*thread_current)(void);
+static int layout_tries;	/* 0 < n: tries left; -1: found */
+#define LAYOUT_TRIES 100000	/* allocations without a Ruby frame */
+#define TH_SELF 2		/* rb_thread_t: lt_node (2 words), self */
+#define CFP_WORDS 7		/* pc, sp, iseq, self, ep, block_code, */
+#define CFP_JIT_RETURN 6	/* jit_return: 3.2 to 4.0 */
+#define T_MASK 0x1f
+#define T_IMEMO 0x1a
+#define IMEMO_ISEQ 7		/* (flags >> 12) & 15 of an iseq */
+/* Each Ruby miss compares our frame with Ruby's: a mismatch is not
+ * cached (eval'd code in a method: Ruby names the method's file), and
+ * too many of them mean our frames are not Ruby's. */
+static unsigned long frames_matched, frames_mismatched;
+
+/* Copies @n bytes at @addr of our own memory; 0 where unmapped. */
+static int peek(uintptr_t addr, void *buf, size_t n)
+{
+	struct iovec local = { buf, n }, remote = { (void *)addr, n };
+
+	if (addr < 4096 || (addr & 7))
+		return 0;
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) ==
+	       (ssize_t)n;
+}
+
+/* The innermost frame with a pc from @cfp (the EC's current frame) to
+ * @end, at most PROFILE_DEPTH frames, as rb_profile_frames walks them:
+ * it gives the innermost frame no line (so names its caller) when the
+ * JIT runs it, and so do we.  Returns the frame or NULL. */
+static const uintptr_t *ruby_frame(uintptr_t cfp, uintptr_t end)
+{
+	int n;
+
+	for (n = 0; n < PROFILE_DEPTH && cfp + CFP_WORDS * 8 <= end;
+	     n++, cfp += CFP_WORDS * 8) {
+		const uintptr_t *f = (const uintptr_t *)cfp;
+
+		if (!f[CFP_PC])
+			continue;	/* a C method's (or block's) frame */
+		return n == 0 && f[CFP_JIT_RETURN] ? NULL : f;
+	}
+	return NULL;
+}
+
+/* Whether EC words @ec hold a frame pointer inside their stack, from
+ * which the walk finds a Ruby frame whose pc lies in its iseq's code,
+ * every word read by peek: 1 yes, 0 no Ruby frame yet (Ruby boots,
+ * a C thread), -1 no. */
+static int frames_check(const uintptr_t *ec)
+{
+	uintptr_t cfp = ec[EC_CFP], end = ec[EC_STACK] + ec[EC_STACK_SIZE] * 8;
+	uintptr_t f[CFP_WORDS], iseq[3];
+	struct iseq_body_head body;
+	int n;
+
+	if (!ec[EC_STACK_SIZE] || ec[EC_STACK_SIZE] > (1ul << 28) ||
+	    cfp < ec[EC_STACK] || cfp >= end)
+		return -1;
+	for (n = 0; n < PROFILE_DEPTH && cfp + sizeof(f) <= end;
+	     n++, cfp += sizeof(f)) {
+		if (!peek(cfp, f, sizeof(f)))
+			return -1;
+		if (f[CFP_PC])
+			break;
+	}
+	if (n == PROFILE_DEPTH || cfp + sizeof(f) > end)
+		return 0;
+	if (!peek(f[CFP_ISEQ], iseq, sizeof(iseq)) ||
+	    (iseq[0] & T_MASK) != T_IMEMO ||
+	    ((iseq[0] >> 12) & 15) != IMEMO_ISEQ ||
+	    !peek(iseq[ISEQ_BODY], &body, sizeof(body)))
+		return -1;
+	return f[CFP_PC] >= body.iseq_encoded &&
+	       f[CFP_PC] <= body.iseq_encoded + body.iseq_size * 8ul ? 1 : -1;
+}
+
+/* One try at proving the 3.2+ layout, on a Ruby thread holding the GVL
+ * whose EC @ec exists: 1 proven, 0 not yet, -1 disproved. */
+static int find_layout(void **ec)
+{
+	uintptr_t words[16], th[TH_SELF + 1], self = thread_current();
+	int m;
+
+	if (!peek((uintptr_t)ec, words, sizeof(words)))
+		return -1;
+	for (m = EC_CFP + 1; m < 16; m++)
+		if (peek(words[m], th, sizeof(th)) && th[TH_SELF] == self)
+			return frames_check(words);
+	return -1;
+}
+
+/* 3.2+: the innermost Ruby frame's pc and iseq into @pos, when known. */
+static void walk_frames(struct mw_ruby_pos *pos, const uintptr_t *ec)
+{
+	const uintptr_t *f;
+
+	if (layout_tries > 0) {
+		int r = find_layout((void **)ec);
+
+		if (r <= 0) {
+			/* boot allocates much before Ruby code runs */
+			layout_tries -= r < 0 ? LAYOUT_TRIES / 4 : 1;
+			if (layout_tries < 0)
+				layout_tries = 0;
+			return;
+		}
+		layout_tries = -1;
+		__atomic_store_n(&frames_known, 1, __ATOMIC_RELAXED);
+	}
+	if (ec[EC_CFP] < ec[EC_STACK])
+		return;
+	f = ruby_frame(ec[EC_CFP], ec[EC_STACK] + ec[EC_STACK_SIZE] * 8);
+	if (f) {
+		pos->pc = f[CFP_PC];
+		pos->iseq = f[CFP_ISEQ];
+	}
+}
+
 /* ruby_current_ec is a TLS variable: its address differs per thread, so
  * it is reached like compiled code would, through __tls_get_addr. */
 struct tls_index {
@@ -58,6 +188,33 @@ struct tls_index {
 };
 extern void *__tls_get_addr(struct tls_index *ti);
 static struct tls_index ec_index;
+
+/* Ruby 3.2+ does not export ruby_current_ec, but its functions reach it
+ * through the general-dynamic TLS sequence, whose bytes the ABI fixes
+ * (so that linkers may relax it): "lea tls_index(%rip),%rdi" with a
+ * data16 prefix, then "data16 data16 rex.W call __tls_get_addr".  The
+ * first one in @fn (rb_profile_frames reads only the EC) names it. */
+static int ec_index_from_code(const unsigned char *fn)
+{
+	static const unsigned char lea[] = { 0x66, 0x48, 0x8d, 0x3d };
+	static const unsigned char call[] = { 0x66, 0x66, 0x48, 0xe8 };
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		const unsigned char *c = fn + i;
+		const struct tls_index *ti;
+		int32_t rel;
+
+		if (memcmp(c, lea, sizeof(lea)) || memcmp(c + 8, call,
+							  sizeof(call)))
+			continue;
+		memcpy(&rel, c + 4, sizeof(rel));
+		ti = (const struct tls_index *)(c + 8 + rel);
+		ec_index = *ti;
+		return ti->module != 0;
+	}
+	return 0;
+}
 
 static int find_ec_index(void *any_ruby_symbol)
 {
@@ -104,6 +261,12 @@ static int find_profile_api(void)
 	*(void **)&frame_path = dlsym(RTLD_DEFAULT, "rb_profile_frame_path");
 	*(void **)&string_ptr = dlsym(RTLD_DEFAULT, "rb_string_value_ptr");
 	*(void **)&native_thread_p = dlsym(RTLD_DEFAULT, "ruby_native_thread_p");
+	/* optional: our own walk of the frames, checked as it goes */
+	*(void **)&thread_current = dlsym(RTLD_DEFAULT, "rb_thread_current");
+	*(void **)&iseq_path = dlsym(RTLD_DEFAULT, "rb_iseq_path");
+	layout_tries = profile_frames && thread_current && iseq_path &&
+		       ec_index_from_code((const unsigned char *)profile_frames)
+		       ? LAYOUT_TRIES : 0;
 	return profile_frames && frame_path && string_ptr && native_thread_p;
 }
 
@@ -142,6 +305,12 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 			return 0;
 		mw_ruby_generation = gc_count();
 		pos->pc = pos->iseq = 0;
+		if (__atomic_load_n(&frames_known, __ATOMIC_RELAXED) ||
+		    layout_tries > 0) {
+			ec = __tls_get_addr(&ec_index);
+			if (*ec)
+				walk_frames(pos, *ec);
+		}
 		return 1;
 	}
 	/* "has the GVL" is only asked of Ruby threads: it reads Ruby's own
@@ -188,7 +357,6 @@ int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code)
 /* A heap String: a VALUE not special (immediates, nil and false are
  * small or tagged) whose RBasic flags say T_STRING; rb_string_value_ptr
  * on anything else could call #to_str. */
-#define T_MASK 0x1f
 #define T_STRING 0x05
 static int is_string(uintptr_t v)
 {
@@ -244,11 +412,24 @@ int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
 		/* Ruby found its location through the same frame: the path
 		 * is that iseq's own string */
 		volatile uintptr_t str = pos->iseq ? iseq_path(pos->iseq) : 0;
+		const char *ours = is_string(str) ? string_ptr(&str) : NULL;
+		int same = p && ours == p;
 
-		if (!p || !str || string_ptr(&str) != p) {
+		if (same)
+			frames_matched++;
+		/* 3.2+: Ruby names no line for a frame of line 0 (ruby_setup's
+		 * "<main>"), where our walk stops */
+		if (!same && (!via_profile ||
+			      (p && ++frames_mismatched > 2 * frames_matched + 16)))
 			__atomic_store_n(&frames_known, 0, __ATOMIC_RELAXED);
+		/* 3.2+: for code eval'd with a file name of its own inside a
+		 * method, Ruby gives the method's file beside the eval'd
+		 * line; the frame's own iseq names the eval's file */
+		if (!same && p && ours && via_profile &&
+		    __atomic_load_n(&frames_known, __ATOMIC_RELAXED))
+			p = ours;
+		if (!same)
 			pos->pc = 0;
-		}
 	}
 	if (!p)
 		return 0;

@@ -3,11 +3,15 @@
 #include <urcu-bp.h>	/* before rculfhash.h: selects the bp flavour */
 #include "sites.h"
 #include "fmt.h"
+#include "real.h"
 #include "spin.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* Records: MW_SITE_MAX / CHUNK chunks of CHUNK records, mapped on demand. */
 #define CHUNK_SHIFT 12
@@ -26,8 +30,9 @@ static uint64_t keys_mapped;
 
 /* Serialises site creation (rare: once per new site). */
 static int create_lock;
-/* Held by whoever resizes the hash table itself (the helper), so that a
- * fork never copies liburcu's resize mutex held. */
+/* Held by whoever resizes the hash table (the helper, or a hook in
+ * preload mode), so that a fork never copies liburcu's resize mutex
+ * held. */
 static int grow_lock;
 
 static struct cds_lfht *table;
@@ -82,37 +87,127 @@ struct addr_cache_entry {
 };
 static struct addr_cache_entry addr_cache[1u << ADDR_CACHE_BITS];
 
+/* Buckets: created with MIN_BUCKETS, grown by us (never by a worker
+ * of liburcu's: with CDS_LFHT_AUTO_RESIZE, cds_lfht_new starts one and
+ * aborts the process when it cannot, as under a tight RLIMIT_AS or a
+ * pids cgroup at its limit) up to max_buckets.  A maximum makes
+ * liburcu reserve the whole bucket array as one PROT_NONE mapping at
+ * creation and grow inside it, so growing never needs new address
+ * space nor malloc (both would abort on failure: an assert, or
+ * urcu_die). */
+#define MIN_BUCKETS 1024ul
+/* Grown from inside a hook only up to here: beyond it liburcu splits
+ * the work among threads of its own, which only the helper may start. */
+#define INLINE_BUCKETS 8192ul
+
+static unsigned long buckets = MIN_BUCKETS;	/* grow_lock */
+static unsigned long max_buckets;		/* set once, at creation */
+static int helper_grows;	/* set once a helper calls grow_table */
+
+/* A bucket per site (16 MiB of address space, touched as it grows);
+ * under an address-space limit, a sixteenth of that: chains of up to
+ * 16 sites at MW_SITE_MAX rather than an attach refused for want of
+ * room. */
+static unsigned long choose_max_buckets(void)
+{
+	struct rlimit rl;
+
+	if (syscall(SYS_getrlimit, RLIMIT_AS, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY)
+		return MW_SITE_MAX / 16;
+	return MW_SITE_MAX;
+}
+
+/* What cds_lfht_new and this thread's urcu-bp registration will map
+ * and allocate, tried first: liburcu aborts where we fail cleanly.
+ * Only another thread mapping the last of the address space between
+ * this probe and liburcu's own calls can still beat it. */
+static int probe_memory(unsigned long nbuckets)
+{
+	size_t len = nbuckets * sizeof(struct cds_lfht_node) + (1u << 20);
+	void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	void *p;
+
+	if (m == MAP_FAILED)
+		return -errno;
+	munmap(m, len);
+	/* the table's own struct and liburcu's small blocks: freed back
+	 * into this thread's arena, where they will be found again */
+	p = mw_real.calloc(1, 16384);
+	if (!p)
+		return -ENOMEM;
+	mw_real.free(p);
+	return 0;
+}
+
 int mw_sites_init(void)
 {
+	int ret;
+
 	if (table)
 		return 0;
-	if (mw_counts_init())
-		return -ENOMEM;
-	table = cds_lfht_new(1024, 1024, 0,
-			     CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+	ret = mw_counts_init();
+	if (ret)
+		return ret;
+	max_buckets = choose_max_buckets();
+	ret = probe_memory(max_buckets);
+	if (ret)
+		return ret;
+	/* Registered now, while its registry can be checked for room: the
+	 * thread that grows the table takes a read lock, and urcu-bp
+	 * registers a thread lazily and aborts when it cannot map its
+	 * registry.  The only other readers are liburcu's resize threads
+	 * (started by the helper, and only once their stacks could be
+	 * mapped) and, preloaded, the few hooks that grow the table, which
+	 * fit in the registry's first chunk (8 threads). */
+	rcu_read_lock();
+	rcu_read_unlock();
+	table = cds_lfht_new(MIN_BUCKETS, MIN_BUCKETS, max_buckets, 0, NULL);
 	return table ? 0 : -ENOMEM;
+}
+
+/* Grows to a bucket per site (at most @max); caller holds grow_lock. */
+static void grow_locked(unsigned long max)
+{
+	unsigned long want = buckets;
+	uint32_t n = mw_sites_count();
+
+	while (want < n && want < max)
+		want *= 2;
+	if (want == buckets)
+		return;
+	cds_lfht_resize(table, want);
+	__atomic_store_n(&buckets, want, __ATOMIC_RELAXED);
 }
 
 void mw_sites_grow_table(void)
 {
-	static unsigned long buckets = 1024;	/* as created */
-	uint32_t n = mw_sites_count();
-
-	if (!table || n <= buckets)
+	if (!table)
 		return;
-	while (buckets < n)
-		buckets *= 2;
+	__atomic_store_n(&helper_grows, 1, __ATOMIC_RELAXED);
 	mw_spin_lock(&grow_lock);
-	cds_lfht_resize(table, buckets);
+	grow_locked(max_buckets);
+	mw_spin_unlock(&grow_lock);
+}
+
+/* Preloaded, there is no helper: the thread that made a site beyond
+ * the buckets grows the table, single-threaded, up to INLINE_BUCKETS.
+ * Outside create_lock and any RCU read section. */
+static void grow_inline(uint32_t n)
+{
+	if (__atomic_load_n(&helper_grows, __ATOMIC_RELAXED) ||
+	    n <= __atomic_load_n(&buckets, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&buckets, __ATOMIC_RELAXED) >= INLINE_BUCKETS ||
+	    __atomic_exchange_n(&grow_lock, 1, __ATOMIC_ACQUIRE))
+		return;
+	grow_locked(INLINE_BUCKETS);
 	mw_spin_unlock(&grow_lock);
 }
 
 void mw_sites_fork_lock(void)
 {
-	mw_spin_lock(&grow_lock);
-	/* pauses liburcu's resize worker between two work items: it may
-	 * allocate, and so need our locks, while it resizes */
-	urcu_bp_call_rcu_before_fork();
+	mw_spin_lock(&grow_lock);	/* no resize holds liburcu's locks */
 	urcu_bp_before_fork();		/* its grace-period and registry locks */
 	mw_spin_lock(&create_lock);
 }
@@ -120,13 +215,10 @@ void mw_sites_fork_lock(void)
 void mw_sites_fork_unlock(int child)
 {
 	mw_spin_unlock(&create_lock);
-	if (child) {
+	if (child)
 		urcu_bp_after_fork_child();	/* forgets the other threads */
-		urcu_bp_call_rcu_after_fork_child();	/* a new worker */
-	} else {
+	else
 		urcu_bp_after_fork_parent();
-		urcu_bp_call_rcu_after_fork_parent();
-	}
 	mw_spin_unlock(&grow_lock);
 }
 
@@ -279,7 +371,13 @@ static struct mw_site *site_new_locked(void)
 	return &(*chunk)[id & (CHUNK - 1)];
 }
 
-static struct mw_site *lookup_rcu(const struct key *k, unsigned long hash)
+/* Lookups and adds run outside RCU read sections, though liburcu asks
+ * for one: a read section only keeps removed nodes and shrunk bucket
+ * arrays from being freed under a reader, and this table has neither
+ * (records are never removed, it only grows, inside the bucket mapping
+ * reserved at creation).  Without them a hook never makes urcu-bp
+ * register its thread, which maps memory and aborts when it cannot. */
+static struct mw_site *lookup(const struct key *k, unsigned long hash)
 {
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;
@@ -292,16 +390,14 @@ static struct mw_site *lookup_rcu(const struct key *k, unsigned long hash)
 static struct mw_site *find_or_create(struct key *k, unsigned long hash)
 {
 	struct mw_site *s;
+	uint32_t n = 0;
 
-	rcu_read_lock();
-	s = lookup_rcu(k, hash);
-	rcu_read_unlock();
+	s = lookup(k, hash);
 	if (s)
 		return s;
 
 	mw_spin_lock(&create_lock);
-	rcu_read_lock();
-	s = lookup_rcu(k, hash);
+	s = lookup(k, hash);
 	if (!s) {
 		s = site_new_locked();
 		if (s && k->path) {
@@ -321,14 +417,15 @@ static struct mw_site *find_or_create(struct key *k, unsigned long hash)
 			cds_lfht_node_init(&s->node);
 			cds_lfht_add(table, hash, &s->node);
 			/* publish the id only once the record is complete */
-			__atomic_store_n(&next_id, s->id + 1,
-					 __ATOMIC_RELEASE);
+			n = s->id + 1;
+			__atomic_store_n(&next_id, n, __ATOMIC_RELEASE);
 		}
 	}
-	rcu_read_unlock();
 	mw_spin_unlock(&create_lock);
 	if (!s)
 		__atomic_add_fetch(&mw_sites_dropped, 1, __ATOMIC_RELAXED);
+	else if (n)
+		grow_inline(n);
 	return s;
 }
 
@@ -450,14 +547,9 @@ struct mw_site *mw_site_for_location(const char *path, int line)
 
 static struct mw_site *find_only(struct key *k, unsigned long hash)
 {
-	struct mw_site *s;
-
 	if (!table)
 		return NULL;
-	rcu_read_lock();
-	s = lookup_rcu(k, hash);
-	rcu_read_unlock();
-	return s;
+	return lookup(k, hash);
 }
 
 struct mw_site *mw_site_find_location(const char *path, size_t pathlen,

@@ -41,15 +41,20 @@ static inline uint64_t mw_sub0(uint64_t a, uint64_t b)
 	return a > b ? a - b : 0;
 }
 
-/* Creates the table.  Returns 0 or -ENOMEM.
- * Context: not a hook; may create liburcu's resize worker thread. */
+/* Creates the table, after checking that the memory liburcu will take
+ * for it can be had (liburcu aborts where we return).  Returns 0, or
+ * -ENOMEM (-errno) with nothing created.  Idempotent.
+ * Context: not a hook; starts no thread.  Registers the calling thread
+ * with urcu-bp: call it from the thread that will grow the table. */
 int mw_sites_init(void);
 
 /* Finds or creates the site for a Ruby location / a caller address.
  * Returns NULL when the table is full or out of memory (counted in
  * mw_sites_dropped).
  * Context: hook-safe; the calling thread must have its recursion guard
- * raised (creation may allocate via liburcu's real allocator). */
+ * raised.  Never enters an RCU read section, except that in preload mode
+ * the thread whose new site outgrows the buckets grows them (up to 8192,
+ * single-threaded). */
 struct mw_site *mw_site_for_location(const char *path, int line);
 struct mw_site *mw_site_for_addr(uintptr_t addr);
 
@@ -73,16 +78,14 @@ struct mw_site *mw_site_find_location(const char *path, size_t pathlen,
 				      int line);
 struct mw_site *mw_site_find_addr(uintptr_t addr);
 
-/* Grows the hash table to a bucket per site.  liburcu grows it from a
- * worker thread of its own, but its lazy launch queues the work and only
- * then sets resize_initiated: a worker that runs at once (woken onto the
- * launcher's CPU) finishes and clears the flag first, the late store
- * sets it for good, and no lazy resize is ever launched again.  Seen in
- * 2 of 5 attached runs of 100k sites (2048 buckets, a resize to 65536
- * pending): lookups then walked chains of ~50 sites.  An explicit resize
- * clears the flag as it ends.
- * Context: not a hook, outside RCU read sections; may block while
- * readers finish (synchronize_rcu). */
+/* Grows the hash table to a bucket per site (up to MW_SITE_MAX, or a
+ * sixteenth of it under an address-space limit).
+ * The table is made without CDS_LFHT_AUTO_RESIZE: liburcu's resize
+ * worker is a thread whose creation aborts the process when it fails
+ * (a tight RLIMIT_AS, a pids cgroup at its limit).  liburcu may start
+ * threads of its own for a large step and falls back to this one when
+ * it cannot.  Context: the helper thread (the one that called
+ * mw_sites_init); not a hook; outside RCU read sections. */
 void mw_sites_grow_table(void);
 
 /* Around fork (see fork.h): takes liburcu's locks and ours, in that

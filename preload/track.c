@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "track.h"
 #include "heap.h"
+#include "real.h"
 #include "ruby.h"
 #include "sample.h"
 #include "sites.h"
@@ -138,10 +139,17 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 		mw_track_account_free(&stale);	/* also unmarks: net zero */
 }
 
+uint64_t mw_track_usable_size(void *p)
+{
+	return mw_real.malloc_usable_size ? mw_real.malloc_usable_size(p) : 0;
+}
+
 void mw_track_free(void *p)
 {
 	struct mw_live_entry e;
 
+	/* an unknown block, most often one live before the attach, is
+	 * counted there with its size: the window's net change needs it */
 	if (mw_live_remove((uintptr_t)p, &e))
 		mw_track_account_free(&e);
 }

@@ -35,9 +35,14 @@ static inline int mw_tracking(void)
 /* Records a new block (a sampled one stands for its weight's worth of
  * allocations).  Context: hook, guard raised. */
 void mw_track_alloc(void *p, size_t size, uintptr_t caller);
-/* Records the free of @p if it is tracked.  Context: hook, guard raised,
- * before the real free (so the address cannot be reused meanwhile). */
+/* Records the free of @p if it is tracked, else counts it, with its
+ * usable size, as the free of a block from before tracking began.
+ * Context: hook, guard raised, before the real free (so the address
+ * cannot be reused meanwhile). */
 void mw_track_free(void *p);
+/* The allocator's usable size of live block @p (0 when it has no
+ * malloc_usable_size).  Context: hook; never allocates. */
+uint64_t mw_track_usable_size(void *p);
 /* Counts the free of a block taken out of the live table. */
 void mw_track_account_free(const struct mw_live_entry *e);
 

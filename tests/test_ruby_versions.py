@@ -78,3 +78,28 @@ def test_lines_exact_under_yjit(tmp):
     script, sites = lines_of(tmp, ["--yjit", "--yjit-call-threshold=1"],
                              expect="done yjit\n")
     check_exact(script, sites)
+
+
+# Code eval'd with a file name of its own inside a method: its
+# allocations belong to that file and line, never the method's (Ruby
+# 3.2+'s profiling API names the method's file beside the eval's line).
+EVAL_SCRIPT = """\
+def load_it(code, i) = eval(code, binding, "/virtual/evald.rb", 1)
+CODE = "x = 1\\ny = 'e' * 150_000\\n[x, y]\\n"
+500.times { |i| load_it(CODE, i) }
+puts "done"
+"""
+
+
+def test_eval_with_a_file_name_inside_a_method(tmp):
+    script = tmp / "evals.rb"
+    script.write_text(EVAL_SCRIPT)
+    p = run([MWRAP, "ruby", str(script)],
+            env={"MWRAP": "dump_fd:2,dump_min:90000"}, timeout=120)
+    assert p.returncode == 0 and p.stdout == "done\n", p.stderr
+    sites = parse_dump(p.stderr[p.stderr.find("#"):])
+    total, calls = sites.get("/virtual/evald.rb:2", (0, 0))
+    assert 500 <= calls <= 510 and 500 * 150_001 <= total, sites
+    # the method's line holds eval's compiling (~5 kB a call), no string
+    total, _ = sites.get(f"{script}:1", (0, 0))
+    assert total < 500 * 150_001 // 10, sites

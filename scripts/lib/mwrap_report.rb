@@ -73,7 +73,7 @@ module MwrapReport
     sites = {}
     lines.each_with_index do |l, i|
       if l.start_with?("#")
-        l.scan(/(\w+)=(\S+)/) { |k, v| header[k] = v =~ /\A\d+\z/ ? v.to_i : v }
+        l.scan(/(\w+)=(\S+)/) { |k, v| header[k] = v =~ /\A-?\d+\z/ ? v.to_i : v }
         next
       end
       m = COLUMN_LINE.match(l) or raise ArgumentError, "#{name}:#{i + 1}: not a dump line: #{l[0, 60].inspect}"
@@ -138,11 +138,28 @@ module MwrapReport
       line << " | tracked live #{human(h['tracked_live_bytes'])}" if h["tracked_live_bytes"]
       out << line
     end
+    out << net_change_line(h) if h.key?("net_change_bytes")
     if h["sample_bytes"].to_i.positive?
       out << "figures are estimates: about one allocation in every #{human(h['sample_bytes'])} " \
              "was recorded, and scaled"
     end
     out
+  end
+
+  # What the window did to the heap: tracked live bytes are all blocks
+  # made during it, while blocks from before it that it freed are only
+  # counted (with the allocator's usable size).  Without this line a
+  # process that shrank reads as one that grew.  Under sampling those
+  # frees cannot be told from frees of unsampled blocks: no figure.
+  def self.net_change_line(h)
+    if h["sample_bytes"].to_i.positive?
+      return "net change unknown under sampling (frees of blocks from before the window are not told apart)"
+    end
+
+    net = h["net_change_bytes"].to_i
+    format("net change %s%s: tracked live %s, less %d blocks from before the window freed (%s)",
+           net.negative? ? "-" : "+", human(net.abs), human(h["tracked_live_bytes"]),
+           h["unknown_frees"].to_i, human(h["unknown_freed_bytes"]))
   end
 
   # The leak view: sites by live bytes, with their share of the total.
@@ -231,7 +248,8 @@ module MwrapReport
       end
     end
     header = { "pid" => dumps.map { |d| d.header["pid"] }.join(",") }
-    %w[rss_bytes malloc_in_use_bytes malloc_free_bytes malloc_arena_bytes tracked_live_bytes].each do |k|
+    %w[rss_bytes malloc_in_use_bytes malloc_free_bytes malloc_arena_bytes tracked_live_bytes
+       unknown_frees unknown_freed_bytes net_change_bytes].each do |k|
       header[k] = dumps.sum { |d| d.header[k].to_i } if dumps.all? { |d| d.header[k] }
     end
     %w[age_unit sample_bytes seconds].each { |k| header[k] = dumps.first&.header&.dig(k) }

@@ -23,7 +23,7 @@ def test_malloc_storm_with_allocator(spawn, alloc, threads, n):
     lib = os.path.join(LIBDIR, ALLOCATORS[alloc])
     if not os.path.exists(lib):
         pytest.skip(f"{alloc} not installed: scripts/install-deps")
-    t = spawn([os.path.join(TARGETS, "storm"), str(threads), "30"],
+    t = spawn([os.path.join(TARGETS, "storm"), str(threads), "300"],
               env={"LD_PRELOAD": lib})
     t.expect("ready")
     for _ in range(2):
@@ -34,5 +34,5 @@ def test_malloc_storm_with_allocator(spawn, alloc, threads, n):
         p = attach(["-p", str(t.pid), "--detach"])
         assert p.returncode == 0, p.stderr
     assert t.p.poll() is None, "the storm died"
-    rc, _, err = t.finish()
-    assert rc == 0, err
+    rc, rest, err = t.finish()
+    assert rc == 0 and rest == [f"done {threads} threads ok"], (rest, err)

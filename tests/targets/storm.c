@@ -1,5 +1,6 @@
 /* A malloc/free storm in N threads (argv[1], default 4) that checks its
- * own data; exits 0 after argv[2] seconds (default 5) or on stdin EOF. */
+ * own data; exits 0 on stdin EOF, or after argv[2] seconds (default 5). */
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,13 +37,33 @@ void *storm(void *arg)
 	return (void *)n;
 }
 
+/* Returns at stdin's EOF (or error), or at @end. */
+static void wait_for_eof(struct timespec end)
+{
+	for (;;) {
+		struct pollfd p = { 0, POLLIN, 0 };
+		struct timespec now;
+		char buf[256];
+		long ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (end.tv_sec - now.tv_sec) * 1000 +
+		     (end.tv_nsec - now.tv_nsec) / 1000000;
+		if (ms <= 0)
+			return;
+		if (poll(&p, 1, ms > 1000 ? 1000 : (int)ms) > 0 &&
+		    read(0, buf, sizeof(buf)) <= 0)
+			return;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int nthreads = argc > 1 ? atoi(argv[1]) : 4;
 	double secs = argc > 2 ? atof(argv[2]) : 5;
 	pthread_t t[64];
 	unsigned long total = 0;
-	struct timespec ts = { (time_t)secs, (long)((secs - (long)secs) * 1e9) };
+	struct timespec end;
 
 	if (nthreads < 1 || nthreads > 64)
 		return 2;
@@ -50,7 +71,9 @@ int main(int argc, char **argv)
 		pthread_create(&t[i], NULL, storm, (void *)(uintptr_t)(i + 1));
 	printf("ready\n");
 	fflush(stdout);
-	nanosleep(&ts, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (time_t)secs;
+	wait_for_eof(end);
 	stop = 1;
 	for (int i = 0; i < nthreads; i++) {
 		void *n;
