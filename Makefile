@@ -14,7 +14,7 @@ LIB_SRCS = preload/fmt.c preload/options.c preload/real.c preload/ruby.c \
 	preload/dump.c preload/mwrap.c preload/got.c preload/control.c \
 	preload/urg.c preload/safefile.c preload/attach.c preload/sample.c preload/trampoline.c \
 	preload/heap.c preload/objects.c preload/scan.c preload/counts.c \
-	preload/fork.c preload/allocator.c
+	preload/fork.c preload/allocator.c preload/rundir.c
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
 LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-builtin -D_LGPL_SOURCE -MMD
@@ -86,6 +86,9 @@ preload/libmwrap.so: $(LIB_OBJS)
 		-Wl,-soname,libmwrap.so -Wl,-rpath,'$$ORIGIN' \
 		-Wl,-z,nodelete -Wl,-z,now \
 		-Wl,-z,relro -Wl,--no-undefined -lpthread -ldl
+	@ldd $@ | awk '/liburcu/ {print $$1, $$3}' | while read so path; do \
+		[ "$$path" -ef "preload/$$so" ] || cp -L "$$path" "preload/$$so"; \
+	done
 
 inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h \
 		inject/gdb.h inject/seccomp.h
@@ -180,6 +183,6 @@ install: all
 	install -m 0755 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
 
 clean:
-	rm -rf build preload/libmwrap.so inject/mwrap-inject
+	rm -rf build preload/libmwrap.so preload/liburcu* inject/mwrap-inject
 
 -include $(LIB_OBJS:.o=.d)

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -120,11 +121,21 @@ const struct mwi_sc_call mwi_sc_calls[] = {
 	  "the table's address space is reserved as if unlimited" },
 	{ SYS_readlink, "readlink", "dump header", OPT, "no program name" },
 	{ SYS_rename, "rename", "dump", REQ, "no dump" },
+	{ SYS_mkdir, "mkdir", "helper: runtime directory (mkdtemp)", REQ,
+	  "no control channel" },
+	{ SYS_getrandom, "getrandom", "mkdtemp", OPT,
+	  "names from the clock" },
+	{ SYS_unlinkat, "unlinkat", "detach, window's end", OPT,
+	  "files left behind" },
+	{ SYS_rmdir, "rmdir", "window's end", OPT, "directory left behind" },
+	{ SYS_ftruncate, "ftruncate", "--dump-all", FEAT,
+	  "no ObjectSpace.dump_all" },
 	{ SYS_unlink, "unlink", "dump, detach", REQ, "files left behind" },
 	{ SYS_clock_nanosleep, "clock_nanosleep", "mw_attach, mw_detach",
 	  OPT, "the wait spins" },
 	{ SYS_nanosleep, "nanosleep", "--objects", FEAT, "no object view" },
-	{ SYS_getdents64, "getdents64", "--objects", FEAT, "no object view" },
+	{ SYS_getdents64, "getdents64", "--objects, window's end", FEAT,
+	  "no object view, runtime directory left behind" },
 	{ SYS_tgkill, "tgkill", "--objects", FEAT, "no object view" },
 	{ SYS_rt_tgsigqueueinfo, "rt_tgsigqueueinfo", "--objects", FEAT,
 	  "no object view" },
@@ -604,6 +615,7 @@ static long probe(int nr)
 	case SYS_fstat:
 	case SYS_lseek:
 	case SYS_getdents64:
+	case SYS_ftruncate:
 	case SYS_inotify_add_watch:
 		/* on a closed fd: EBADF when the syscall runs */
 		errno = 0;
@@ -700,11 +712,22 @@ static long probe(int nr)
 					  sizeof(buf)));
 	case SYS_rename:
 	case SYS_unlink:
+	case SYS_mkdir:
+	case SYS_rmdir:
 		/* names that do not exist: ENOENT when it runs */
 		errno = 0;
-		r = syscall(nr, "/nonexistent/mwrap-probe",
-			    "/nonexistent/mwrap-probe2");
+		if (nr == SYS_mkdir)
+			r = syscall(nr, "/nonexistent/mwrap-probe", 0700);
+		else
+			r = syscall(nr, "/nonexistent/mwrap-probe",
+				    "/nonexistent/mwrap-probe2");
 		return r < 0 && errno != ENOENT ? -errno : 0;
+	case SYS_unlinkat:
+		errno = 0;
+		r = syscall(nr, AT_FDCWD, "/nonexistent/mwrap-probe", 0);
+		return r < 0 && errno != ENOENT ? -errno : 0;
+	case SYS_getrandom:
+		return sys_result(syscall(nr, buf, 1, GRND_NONBLOCK));
 	case SYS_clock_nanosleep:
 		return -(long)syscall(nr, CLOCK_MONOTONIC, 0, &zero, NULL);
 	case SYS_nanosleep:

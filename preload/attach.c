@@ -1,6 +1,8 @@
 /* attach.c - late mode: mw_attach() starts a helper thread that hooks
  * the GOT, serves SIGURG and the control file, and undoes it all at
- * detach.
+ * detach.  Its files live in a private runtime directory (rundir.h);
+ * with a lease (attach option lease:N) it detaches by itself when no
+ * command came for N seconds: the front end that owned the window died.
  *
  * mw_attach() runs in a thread the injector hijacked, so it only starts
  * the helper and returns; everything else happens on the helper, which
@@ -19,6 +21,7 @@
 #include "options.h"
 #include "real.h"
 #include "ruby.h"
+#include "rundir.h"
 #include "safefile.h"
 #include "sample.h"
 #include "sites.h"
@@ -55,8 +58,11 @@ static int stop_requested;
 static pthread_t helper;
 static int efd = -1;			/* SIGURG + stop wake-ups */
 static struct mw_options opts;
-static char ctl_path[64], out_path[64], dump_path[PATH_MAX];
+static struct mw_rundir rundir = { -1, "" };
+static char dump_path[PATH_MAX];
+static char named_path[PATH_MAX];	/* a command's plain name, joined */
 static int ctl_fd = -1, out_fd = -1, ino_fd = -1;
+static uint64_t lease_ns, lease_end;	/* 0: no lease */
 static off_t ctl_off;
 static char line[MW_CMD_LINE_MAX + 1];
 static size_t line_len;
@@ -208,7 +214,9 @@ static int dump_to(const char *path, const struct mw_cmd *cmd)
 
 /* --- detach ------------------------------------------------------------- */
 
-static void close_files(void)
+/* Closes our files; @remove also deletes the runtime directory (a
+ * window's end: the front end has what it asked for). */
+static void close_files(int remove)
 {
 	if (ctl_fd >= 0)
 		close(ctl_fd);
@@ -219,10 +227,17 @@ static void close_files(void)
 	if (efd >= 0)
 		close(efd);
 	ctl_fd = out_fd = ino_fd = efd = -1;
+	if (remove)
+		mw_rundir_remove(&rundir);
+	else
+		mw_rundir_close(&rundir);
 }
 
-/* Undoes the attach; the final dump goes to the dump path. */
-static void undo_attach(void)
+/* Undoes the attach.  The final dump goes to the dump path, and the
+ * runtime directory keeps only it; @discard: no dump, no directory.
+ * The files go before the answer: a front end that reads it and
+ * attaches again must not find this attach's directory. */
+static void undo_attach(int discard)
 {
 	int restored;
 	char num[24];
@@ -231,11 +246,19 @@ static void undo_attach(void)
 	mw_track_disable();
 	restored = mw_got_restore_all();
 	mw_urg_restore();
-	dump_to(dump_path, NULL);
+	if (discard) {
+		mw_rundir_remove(&rundir);
+	} else {
+		dump_to(dump_path, NULL);
+		if (rundir.fd >= 0) {
+			unlinkat(rundir.fd, "ctl", 0);
+			unlinkat(rundir.fd, "out", 0);
+		}
+		mw_rundir_close(&rundir);
+	}
 	mw_fmt_u64(num, (uint64_t)restored);
 	answer("ok detach restored_slots=", num);
-	unlink(ctl_path);
-	close_files();
+	close_files(0);
 }
 
 /* --- control file ------------------------------------------------------- */
@@ -254,6 +277,18 @@ static void answer_objects_timeout(void)
 	mw_out_flush(&o);
 }
 
+/* A plain name in a command is a file in the runtime directory. */
+static int resolve_name(char *path)
+{
+	if (path[0] == '/' || !path[0])
+		return 0;
+	if (mw_rundir_join(&rundir, path, named_path, sizeof(named_path)))
+		return -ENAMETOOLONG;
+	memcpy(path, named_path, strlen(named_path) + 1);
+	return 0;
+}
+
+/* Runs one command; returns 1 on "detach", 2 on "detach --discard". */
 static int run_command(const char *text, size_t len)
 {
 	struct mw_cmd cmd;
@@ -262,6 +297,10 @@ static int run_command(const char *text, size_t len)
 
 	if (mw_cmd_parse(text, len, &cmd, err, sizeof(err))) {
 		answer("error: ", err);
+		return 0;
+	}
+	if (resolve_name(cmd.path) || resolve_name(cmd.heap_path)) {
+		answer("error: ", "name too long");
 		return 0;
 	}
 	switch (cmd.kind) {
@@ -280,7 +319,10 @@ static int run_command(const char *text, size_t len)
 		answer_stats();
 		return 0;
 	case MW_CMD_DETACH:
-		return 1;
+		return cmd.discard ? 2 : 1;
+	case MW_CMD_LEASE:
+		answer("ok lease", "");
+		return 0;
 	case MW_CMD_OBJECTS:
 		ret = mw_objects_take(cmd.path, cmd.heap_path,
 				      OBJECTS_START_MS);
@@ -297,17 +339,27 @@ static int run_command(const char *text, size_t len)
 	return 0;
 }
 
-/* Reads what was appended to the control file; returns 1 on "detach". */
+/* Reads what was appended to the control file; returns run_command's
+ * detach answer, else 0.  Every command renews the lease. */
 static int read_commands(void)
 {
 	char buf[1024];
+	struct stat st;
 	ssize_t n;
 
+	if (fstat(ctl_fd, &st) == 0 && st.st_size < ctl_off) {
+		/* truncated: what is there now is new */
+		ctl_off = 0;
+		line_len = 0;
+		line_too_long = 0;
+	}
 	while ((n = pread(ctl_fd, buf, sizeof(buf), ctl_off)) > 0) {
 		ssize_t i;
 
 		ctl_off += n;
 		for (i = 0; i < n; i++) {
+			int done = 0;
+
 			if (buf[i] != '\n') {
 				if (line_len < MW_CMD_LINE_MAX)
 					line[line_len++] = buf[i];
@@ -317,10 +369,14 @@ static int read_commands(void)
 			}
 			if (line_too_long)
 				answer("error: ", "command line too long");
-			else if (run_command(line, line_len))
-				return 1;
+			else
+				done = run_command(line, line_len);
 			line_len = 0;
 			line_too_long = 0;
+			if (lease_ns)
+				lease_end = mw_monotonic_ns() + lease_ns;
+			if (done)
+				return done;
 		}
 	}
 	return 0;
@@ -328,45 +384,58 @@ static int read_commands(void)
 
 /* --- helper thread ------------------------------------------------------ */
 
-/* "/tmp/mwrap.PID.SUFFIX" into @buf (64 bytes is ample). */
-static void pid_path(char *buf, const char *suffix)
-{
-	size_t n = 11;
-
-	memcpy(buf, "/tmp/mwrap.", n);
-	n += mw_fmt_u64(buf + n, (uint64_t)getpid());
-	buf[n++] = '.';
-	memcpy(buf + n, suffix, strlen(suffix) + 1);
-}
-
+/* The runtime directory with "out" (answers) and "ctl" (commands) in
+ * it, both new; the default dump goes there too. */
 static int open_control_files(void)
 {
+	char watch[40];
+	size_t n;
 	int fd;
 
-	pid_path(ctl_path, "ctl");
-	pid_path(out_path, "out");
+	lease_ns = (uint64_t)opts.lease * 1000000000u;
+	fd = mw_rundir_make(&rundir);
+	if (fd < 0)
+		return fd;
 	if (opts.dump_path[0])
 		memcpy(dump_path, opts.dump_path, sizeof(dump_path));
 	else
-		pid_path(dump_path, "dump");
-	fd = mw_safe_open(out_path, O_WRONLY | O_APPEND);
+		mw_rundir_join(&rundir, "dump", dump_path, sizeof(dump_path));
+	fd = mw_rundir_create(&rundir, "out", O_WRONLY | O_APPEND);
 	if (fd < 0)
 		return fd;
 	out_fd = fd;
-	fd = mw_safe_open(ctl_path, O_RDWR);
+	fd = mw_rundir_create(&rundir, "ctl", O_RDWR);
 	if (fd < 0) {
 		answer("error: cannot create control file: ", strerrordesc_np(-fd));
 		return fd;
 	}
 	ctl_fd = fd;
-	/* commands written before this attach are not ours to run */
-	ctl_off = lseek(ctl_fd, 0, SEEK_END);
+	ctl_off = 0;
 	line_len = 0;
 	line_too_long = 0;
 	ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (ino_fd >= 0)
-		inotify_add_watch(ino_fd, ctl_path, IN_MODIFY | IN_CLOSE_WRITE);
+	if (ino_fd >= 0) {
+		/* the file itself, not a name someone could swap */
+		memcpy(watch, "/proc/self/fd/", 14);
+		n = 14 + mw_fmt_u64(watch + 14, (uint64_t)ctl_fd);
+		watch[n] = '\0';
+		inotify_add_watch(ino_fd, watch, IN_MODIFY | IN_CLOSE_WRITE);
+	}
 	return 0;
+}
+
+/* After a failed start: the front end gets a few seconds to read the
+ * error before the directory goes (it writes to ctl when it has). */
+static void linger(void)
+{
+	struct stat st;
+	int i;
+
+	for (i = 0; i < 50 && out_fd >= 0 && ctl_fd >= 0; i++) {
+		if (fstat(ctl_fd, &st) == 0 && st.st_size > 0)
+			break;
+		usleep(200000);
+	}
 }
 
 static void drain(int fd)
@@ -384,7 +453,10 @@ static void at_target_exit(void)
 		return;
 	mw_tls.guard++;
 	mw_track_disable();
-	dump_to(dump_path, NULL);
+	if (lease_ns)	/* a window: its front end reports the exit */
+		mw_rundir_remove(&rundir);
+	else
+		dump_to(dump_path, NULL);
 	mw_tls.guard--;
 }
 
@@ -397,7 +469,7 @@ static void after_fork_child(void)
 	mw_track_disable();
 	mw_got_restore_after_fork();
 	mw_urg_restore();
-	close_files();
+	close_files(0);
 	attached = 0;
 	detaching = 0;
 }
@@ -405,7 +477,7 @@ static void after_fork_child(void)
 static void *helper_main(void *arg)
 {
 	int slots_now;
-	int ret;
+	int ret, done = 0;
 
 	(void)arg;
 	mw_tls.guard++;		/* nothing this thread does is traced */
@@ -445,6 +517,7 @@ static void *helper_main(void *arg)
 	mw_track_enable();
 	slots_now = mw_got_patch_all();
 	answer_attached((uint64_t)slots_now);
+	lease_end = mw_monotonic_ns() + lease_ns;
 
 	for (;;) {
 		struct pollfd p[2] = { { efd, POLLIN, 0 }, { ino_fd, POLLIN, 0 } };
@@ -457,12 +530,17 @@ static void *helper_main(void *arg)
 			dump_to(dump_path, NULL);
 		}
 		drain(ino_fd);
-		if (read_commands())
+		done = read_commands();
+		if (done)
 			break;
+		if (lease_ns && mw_monotonic_ns() > lease_end) {
+			done = 2;	/* the front end is gone */
+			break;
+		}
 		mw_urg_check();
 		mw_sites_grow_table();
 	}
-	undo_attach();
+	undo_attach(done == 2);
 	__atomic_store_n(&attached, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&detaching, 0, __ATOMIC_RELEASE);
 	mw_tls.guard--;
@@ -471,7 +549,8 @@ fail:
 	mw_track_disable();
 	mw_got_restore_all();
 	mw_urg_restore();
-	close_files();
+	linger();
+	close_files(1);
 	__atomic_store_n(&attached, 0, __ATOMIC_RELEASE);
 	mw_tls.guard--;
 	return NULL;

@@ -31,12 +31,22 @@ static int word_is(const char *w, size_t n, const char *name)
 	return strlen(name) == n && memcmp(w, name, n) == 0;
 }
 
-/* Copies an absolute path word into @dst (PATH_MAX bytes); @refusal
- * starts the error message. */
+/* A plain name (no '/', not "." or ".."): a file in the runtime
+ * directory. */
+static int plain_name(const char *w, size_t n)
+{
+	if (memchr(w, '/', n) || n > 255)
+		return 0;
+	return !(n == 1 && w[0] == '.') && !(n == 2 && w[0] == '.' &&
+					      w[1] == '.');
+}
+
+/* Copies a path word (absolute, or a plain name) into @dst (PATH_MAX
+ * bytes); @refusal starts the error message. */
 static int take_path(const char *w, size_t n, char *dst,
 		     const char *refusal, char *err, size_t errlen)
 {
-	if (w[0] != '/' || n >= PATH_MAX) {
+	if ((w[0] != '/' && !plain_name(w, n)) || n >= PATH_MAX) {
 		set_err(err, errlen, refusal, w, n);
 		return -EINVAL;
 	}
@@ -86,7 +96,7 @@ static int parse_dump(const char **words, const size_t *lens, size_t nw,
 		}
 	}
 	if (w < nw && take_path(words[w], lens[w], cmd->path,
-				"dump wants an absolute path: ", err, errlen))
+				"dump wants an absolute path or a plain name: ", err, errlen))
 		return -EINVAL;
 	if (w < nw)
 		w++;
@@ -107,7 +117,7 @@ static int parse_objects(const char **words, const size_t *lens, size_t nw,
 	cmd->kind = MW_CMD_OBJECTS;
 	if (w + 1 < nw && word_is(words[w], lens[w], "--dump-all")) {
 		if (take_path(words[w + 1], lens[w + 1], cmd->heap_path,
-			      "objects wants an absolute path: ", err, errlen))
+			      "objects wants an absolute path or a plain name: ", err, errlen))
 			return -EINVAL;
 		w += 2;
 	}
@@ -117,7 +127,7 @@ static int parse_objects(const char **words, const size_t *lens, size_t nw,
 		return -EINVAL;
 	}
 	return take_path(words[w], lens[w], cmd->path,
-			 "objects wants an absolute path: ", err, errlen);
+			 "objects wants an absolute path or a plain name: ", err, errlen);
 }
 
 int mw_cmd_parse(const char *line, size_t len, struct mw_cmd *cmd,
@@ -165,6 +175,12 @@ int mw_cmd_parse(const char *line, size_t len, struct mw_cmd *cmd,
 		return parse_dump(words, lens, nw, cmd, err, errlen);
 	if (word_is(words[0], lens[0], "objects"))
 		return parse_objects(words, lens, nw, cmd, err, errlen);
+	if (nw == 2 && word_is(words[0], lens[0], "detach") &&
+	    word_is(words[1], lens[1], "--discard")) {
+		cmd->kind = MW_CMD_DETACH;
+		cmd->discard = 1;
+		return 0;
+	}
 	if (nw > 1) {
 		set_err(err, errlen, "unexpected argument: ", words[1],
 			lens[1]);
@@ -176,6 +192,8 @@ int mw_cmd_parse(const char *line, size_t len, struct mw_cmd *cmd,
 		cmd->kind = MW_CMD_STATS;
 	else if (word_is(words[0], lens[0], "detach"))
 		cmd->kind = MW_CMD_DETACH;
+	else if (word_is(words[0], lens[0], "lease"))
+		cmd->kind = MW_CMD_LEASE;
 	else {
 		set_err(err, errlen, "unknown command: ", words[0], lens[0]);
 		return -EINVAL;

@@ -14,7 +14,13 @@
  *                          --dump-all adds ObjectSpace.dump_all
  *   reset                  zero the counters (a new window starts)
  *   stats                  one line of key=value figures
- *   detach                 final dump, restore everything, stop
+ *   lease                  renew the lease (attach option lease:SECONDS);
+ *                          any other command renews it too
+ *   detach [--discard]     final dump, restore everything, stop;
+ *                          --discard: no final dump, and the runtime
+ *                          directory is removed
+ * A PATH is absolute, or a plain name (no '/'): a file in the runtime
+ * directory (a fresh private directory made at attach).
  * Each command gets exactly one answer line starting with "ok" or
  * "error:"; a long one (dump, objects) may first write lines starting
  * "progress " (what, done/total, unit), which clients skip or show.
@@ -32,6 +38,7 @@ enum mw_cmd_kind {
 	MW_CMD_STATS,
 	MW_CMD_DETACH,
 	MW_CMD_OBJECTS,
+	MW_CMD_LEASE,
 };
 
 struct mw_cmd {
@@ -39,6 +46,7 @@ struct mw_cmd {
 	int json;
 	int scan;		/* dump --scan */
 	uint32_t top;		/* dump --top N; 0: every site */
+	int discard;		/* detach --discard */
 	char path[PATH_MAX];	/* "" for the default */
 	char heap_path[PATH_MAX];	/* objects --dump-all; "" if none */
 };

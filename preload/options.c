@@ -12,6 +12,7 @@ void mw_options_default(struct mw_options *o)
 	o->dump_heap = 0;
 	o->format = MW_FORMAT_TEXT;
 	o->sample = 0;
+	o->lease = 0;
 }
 
 int mw_options_want_dump(const struct mw_options *o)
@@ -123,6 +124,12 @@ int mw_options_parse(const char *s, struct mw_options *o,
 					    "bad sample size (0 to 2^40 bytes) in",
 					    s, len);
 			o->sample = num;
+		} else if (key_is(s, klen, "lease")) {
+			if (parse_u64(val, vlen, &num) || num > 86400)
+				return fail(o, err, errlen,
+					    "bad lease (0 to 86400 seconds) in",
+					    s, len);
+			o->lease = (unsigned)num;
 		} else if (key_is(s, klen, "dump_format")) {
 			if (key_is(val, vlen, "text"))
 				o->format = MW_FORMAT_TEXT;

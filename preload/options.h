@@ -8,6 +8,9 @@
  *   dump_format:F    text (mwrap's three columns, default) or json
  *   sample:BYTES     record about one allocation per BYTES bytes (Poisson
  *                    by bytes) and scale counts to estimates; 0 = all
+ *   lease:SECONDS    attach only: detach by itself unless a control
+ *                    command arrives at least every SECONDS (a window
+ *                    whose front end died); 0 (default) = no lease
  *
  * A value runs to the next comma, so a path cannot contain one (as in
  * mwrap). Keys may come in any order.
@@ -28,6 +31,7 @@ struct mw_options {
 	unsigned dump_heap;
 	enum mw_format format;
 	uint64_t sample;		/* mean bytes between samples; 0: all */
+	unsigned lease;			/* seconds; 0: none */
 };
 
 void mw_options_default(struct mw_options *o);

@@ -11,26 +11,36 @@
 
 #include "fmt.h"
 
-int mw_safe_open(const char *path, int flags)
+/* 0 if @fd is a regular file of ours with one link, else -errno. */
+static int check_ours(int fd)
 {
 	struct stat st;
-	int fd = open(path, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if (st.st_uid != geteuid() || st.st_nlink != 1)
+		return -EPERM;
+	return 0;
+}
+
+int mw_safe_open(const char *path, int flags)
+{
+	/* O_NONBLOCK: a FIFO planted at @path must not hang us; O_TRUNC
+	 * waits for the checks */
+	int fd = open(path, (flags & ~O_TRUNC) | O_CREAT | O_NOFOLLOW |
+		  O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+	int ret;
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st)) {
-		int e = errno;
-
+	ret = check_ours(fd);
+	if (!ret && (flags & O_TRUNC) && ftruncate(fd, 0))
+		ret = -errno;
+	if (ret) {
 		close(fd);
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	if (st.st_uid != geteuid() || st.st_nlink != 1) {
-		close(fd);
-		return -EPERM;
+		return ret;
 	}
 	return fd;
 }
@@ -74,19 +84,16 @@ int mw_safe_replace(const char *path, int append,
 	memcpy(tmp + len, ".tmp", 5);
 	mw_fmt_u64(tmp + len + 4, (uint64_t)getpid());
 	unlink(tmp);	/* a leftover of ours, never followed */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		  0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
+		  O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	if (append) {
-		old = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		old = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+			   O_NOCTTY | O_CLOEXEC);
 		if (old >= 0) {
-			struct stat st;
-
-			if (fstat(old, &st) || !S_ISREG(st.st_mode) ||
-			    st.st_uid != geteuid())
-				ret = -EPERM;
-			else
+			ret = check_ours(old);
+			if (!ret)
 				ret = copy_fd(old, fd);
 			close(old);
 		} else if (errno != ENOENT) {

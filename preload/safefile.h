@@ -4,9 +4,11 @@
 #define MW_SAFEFILE_H
 
 /* Opens (creating 0600) @path with @flags | O_CREAT | O_NOFOLLOW |
- * O_CLOEXEC, and checks it is a regular file owned by us with one link.
- * Returns the fd or -errno (-ELOOP for a symlink, -EPERM for a file
- * owned by another user or hard-linked, -EINVAL for a non-file). */
+ * O_NONBLOCK | O_CLOEXEC, and checks it is a regular file owned by us
+ * with one link before truncating it (O_TRUNC).  Never blocks (a FIFO
+ * is refused).  Returns the fd or -errno (-ELOOP for a symlink, -EPERM
+ * for a file owned by another user or hard-linked, -EINVAL for a
+ * non-file, -ENXIO for a FIFO without a reader). */
 int mw_safe_open(const char *path, int flags);
 
 /* Writes a dump to @path so that a reader never sees half of it: into

@@ -2,7 +2,9 @@
 import json
 import os
 import re
+import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -145,11 +147,99 @@ def spawn():
         procs.append(proc)
         return proc
     yield start
-    import glob
     for proc in procs:
+        left = [f for pid in family(proc.pid) for f in our_files(pid)]
         proc.kill()
-        for f in glob.glob(f"/tmp/mwrap.{proc.pid}.*"):
-            os.unlink(f)
+        for path in left:
+            remove(path)
+
+
+def remove(path):
+    """Removes a file, a symlink or a directory tree; quiet if gone."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+RUNTIME_DIR = re.compile(r"/mwrap\.\d+\.[A-Za-z0-9]{6}$")
+
+
+def runtime_dir(pid, timeout=10):
+    """The attach's private runtime directory in process pid, found as
+    the helper keeps it open: (/proc/PID/fd/N, which reaches it without
+    resolving a path, and its name as the target sees it), or (None,
+    None) if none shows within timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fds = sorted(os.listdir(f"/proc/{pid}/fd"), key=int, reverse=True)
+        except OSError:
+            fds = []
+        for n in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{n}")
+            except OSError:
+                continue
+            if RUNTIME_DIR.search(link):
+                return f"/proc/{pid}/fd/{n}", link
+        if time.monotonic() >= deadline:
+            return None, None
+        time.sleep(0.02)
+
+
+def is_attached(pid):
+    """Whether pid has a helper serving a control channel (today's
+    runtime directory, or the /tmp/mwrap.PID.ctl of earlier versions)."""
+    ctl = f"/proc/{pid}/root/tmp/mwrap.{pid}.ctl"
+    return (runtime_dir(pid, 0)[0] is not None or
+            (os.path.isfile(ctl) and not os.path.islink(ctl)))
+
+
+def helper_answered(pid):
+    """Whether pid's helper has answered its attach ("ok attached"):
+    tracking is on from then."""
+    d, _ = runtime_dir(pid, 0)
+    out = f"{d}/out" if d else f"/proc/{pid}/root/tmp/mwrap.{pid}.out"
+    try:
+        with open(out, "rb") as f:
+            return b"ok attached" in f.read()
+    except OSError:
+        return False
+
+
+def family(pid):
+    """pid and its descendants (workers, forked children)."""
+    found = [pid]
+    for p in found:
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    found += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def our_files(pid):
+    """What an attach left on the host for pid: its runtime directories
+    and a library copy under /tmp, to remove once it is gone."""
+    found = [f"/tmp/{n}" for n in os.listdir("/tmp")
+             if n.startswith(f"mwrap.{pid}.")]
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            for line in f:
+                m = re.search(r" (/tmp/mwrap-lib\.[A-Za-z0-9]+)/", line)
+                if m and m.group(1) not in found and os.path.exists(
+                        f"/proc/{pid}/root/{m.group(1)}") and \
+                        os.path.samefile(f"/proc/{pid}/root/tmp", "/tmp"):
+                    found.append(m.group(1))
+    except OSError:
+        pass
+    return found
 
 
 LEAK_RB = os.path.join(ROOT, "tests", "targets", "leak.rb")

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from conftest import (INJECT, LEAK_RB, LIB, ROOT, TARGETS, attach, parse_dump,
-                      parse_json_dump, ptrace_allowed, run, start_leak)
+                      parse_json_dump, ptrace_allowed, run, runtime_dir,
+                      start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -87,7 +88,8 @@ def test_sigurg_and_control_file_dumps_while_attached(spawn):
     keep_attached(t.pid)
     t.send("leak 100 5000")
     t.expect("leaked")
-    dump = f"/tmp/mwrap.{t.pid}.dump"
+    d, _ = runtime_dir(t.pid)
+    dump = f"{d}/dump"
     before = os.path.getsize(dump) if os.path.exists(dump) else 0
     os.kill(t.pid, signal.SIGURG)
     deadline = time.monotonic() + 10
@@ -100,7 +102,7 @@ def test_sigurg_and_control_file_dumps_while_attached(spawn):
     total, calls = sites[f"{LEAK_RB}:{line}"]
     assert calls >= 100 and total >= 100 * 5000
     # the control file, written by hand
-    ctl, out = f"/tmp/mwrap.{t.pid}.ctl", f"/tmp/mwrap.{t.pid}.out"
+    ctl, out = f"{d}/ctl", f"{d}/out"
     size = os.path.getsize(out)
     with open(ctl, "a") as f:
         f.write("stats\nfrobnicate\n")
@@ -113,7 +115,6 @@ def test_sigurg_and_control_file_dumps_while_attached(spawn):
     st = os.stat(ctl)
     assert st.st_mode & 0o777 == 0o600
     detach(t.pid)
-    os.unlink(dump)
     rc, _, _ = t.finish()
     assert rc == 0
 
@@ -227,7 +228,7 @@ def test_require_zlib_after_attach_is_tracked(spawn):
 def test_forked_child_detaches_itself(spawn):
     t, line, _ = start_leak(spawn)
     keep_attached(t.pid)
-    out = f"/tmp/mwrap.{t.pid}.out"
+    out = f"{runtime_dir(t.pid)[0]}/out"
     size = os.path.getsize(out)
     t.send("fork")
     assert t.expect("child ok") == "child ok 1000"
@@ -336,8 +337,10 @@ def test_target_in_its_own_mount_and_pid_namespace(spawn, tmp):
     p = attach(["-p", str(pid), "--keep", "-v"])
     assert p.returncode == 0, p.stderr
     assert "copied the library" in p.stderr
-    assert os.path.exists(f"/proc/{pid}/root/tmp/mwrap.1.ctl")
-    assert (private / "mwrap.1.ctl").exists()
+    d, name = runtime_dir(pid)
+    assert name.startswith("/tmp/mwrap.1.")      # named in its namespace
+    assert os.path.exists(f"{d}/ctl")
+    assert (private / os.path.basename(name) / "ctl").exists()
     t.send("leak 100 8000")
     t.expect("leaked")
     _, sites = dump_json(pid)

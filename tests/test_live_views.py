@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from conftest import ROOT, attach, ptrace_allowed, start_ready
+from conftest import (ROOT, attach, our_files, ptrace_allowed, remove,
+                      start_ready)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -23,10 +24,13 @@ def workers(spawn):
     pids = [int(p) for p in fields["workers"].split(",")]
     yield t, pids, f"{WORKERS_RB}:{fields['work_line']}"
     for pid in pids:
-        try:
+        left = our_files(pid)   # a worker killed while attached keeps its
+        try:                    # runtime directory
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        for path in left:
+            remove(path)
 
 
 def sections(text):

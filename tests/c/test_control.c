@@ -61,8 +61,15 @@ int main(void)
 		   strcmp(c.path, "/tmp/o") == 0, "objects --dump-all H PATH");
 	ok(parse("objects") == -EINVAL && strstr(err, "usage"),
 	   "objects without a path: %s", err);
-	ok(parse("objects rel") == -EINVAL && parse("objects /a /b") ==
-		   -EINVAL && parse("objects --dump-all rel /a") == -EINVAL,
+	ok(parse("objects a/rel") == -EINVAL && parse("objects /a /b") ==
+		   -EINVAL && parse("objects --dump-all a/rel /a") == -EINVAL &&
+		   parse("objects ..") == -EINVAL && parse("dump .") == -EINVAL,
 	   "objects: relative or extra paths refused");
+	ok(parse("objects o.json") == 0 && strcmp(c.path, "o.json") == 0,
+	   "objects NAME: a file in the runtime directory");
+	ok(parse("detach --discard") == 0 && c.kind == MW_CMD_DETACH &&
+		   c.discard, "detach --discard");
+	ok(parse("detach --x") == -EINVAL, "detach --x refused");
+	ok(parse("lease") == 0 && c.kind == MW_CMD_LEASE, "lease");
 	return tap_done();
 }

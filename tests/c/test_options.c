@@ -38,6 +38,9 @@ static void test_valid(void)
 	ok(parse("sample:65536") == 0 && o.sample == 65536, "sample:65536");
 	ok(parse("sample:x") == -EINVAL && parse("sample:") == -EINVAL,
 	   "bad sample sizes refused");
+	ok(parse("lease:10") == 0 && o.lease == 10, "lease:10");
+	ok(parse("lease:86401") == -EINVAL && parse("lease:") == -EINVAL,
+	   "bad leases refused");
 	ok(parse("dump_fd:0") == 0 && !mw_options_want_dump(&o),
 	   "dump_fd:0 means no dump");
 	ok(parse("dump_min:18446744073709551615") == 0 &&

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from conftest import ROOT, attach, parse_json_dump, run
+from conftest import ROOT, attach, helper_answered, is_attached, \
+    parse_json_dump, run
 
 pytestmark = [
     pytest.mark.skipif(os.environ.get("MWRAP_TEST_CONTAINER") != "1",
@@ -152,8 +153,7 @@ def test_window_report_names_the_leak(container, where):
                          stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
-        ctl = f"/proc/{pid}/root/tmp/mwrap.1.ctl"
-        while not os.path.exists(ctl) and time.monotonic() < deadline:
+        while not helper_answered(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         t.send("leak 300 6000")
         t.expect("leaked")
@@ -185,7 +185,7 @@ def test_kill_profile_refused(container, tmp):
         assert p.returncode == 14, p.stderr
         assert f"would kill it on {KILLED}" in p.stderr, p.stderr
     assert "libmwrap" not in open(f"/proc/{pid}/maps").read()
-    assert not os.path.exists(f"/proc/{pid}/root/tmp/mwrap.1.ctl")
+    assert not is_attached(pid)
     serves(t, 5)
     rc, rest, _ = t.finish(timeout=60)
     assert rc == 0

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from conftest import INJECT, LIB, TARGETS, attach, parse_json_dump, \
-    ptrace_allowed, run
+from conftest import INJECT, LIB, TARGETS, attach, is_attached, \
+    parse_json_dump, ptrace_allowed, run, runtime_dir
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -59,7 +59,7 @@ def untouched(t):
     """The target never saw us: no library, no files, still answering."""
     maps = open(f"/proc/{t.pid}/maps").read()
     assert "libmwrap" not in maps
-    assert not os.path.exists(f"/tmp/mwrap.{t.pid}.ctl")
+    assert not is_attached(t.pid)
     t.send("still here")
     assert t.expect("got") == "got still here"
     rc, rest, _ = t.finish()
@@ -112,14 +112,14 @@ def test_attach_makes_only_listed_syscalls(spawn, tmp, backend):
     _, sites = parse_json_dump(p.stdout)
     assert any(s["live_bytes"] >= 200 * 5000 for s in sites.values())
     # --scan is dropped (the logger is a supervisor): ask the helper
-    ctl = f"/tmp/mwrap.{t.pid}.ctl"
-    with open(ctl, "a") as f:
+    d, name = runtime_dir(t.pid)
+    with open(f"{d}/ctl", "a") as f:
         f.write(f"dump --json --scan {tmp}/scan.json\n")
     os.kill(t.pid, signal.SIGURG)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not (
             os.path.exists(f"{tmp}/scan.json") and
-            os.path.exists(f"/tmp/mwrap.{t.pid}.dump")):
+            os.path.exists(f"{d}/dump")):
         time.sleep(0.05)
     assert os.path.exists(f"{tmp}/scan.json")
     p = attach(["-p", str(t.pid), "--detach"])
@@ -130,14 +130,14 @@ def test_attach_makes_only_listed_syscalls(spawn, tmp, backend):
     assert not unlisted, f"syscalls made but not listed: {sorted(unlisted)}"
     # and the list is not padded: most of it was seen
     assert len(made & set(names)) >= 20
-    os.unlink(f"/tmp/mwrap.{t.pid}.dump")
     rc, rest, _ = t.finish()
     assert rc == 0 and rest == ["bye"]
 
 
 def ctl_file(pid, cmd, path, timeout=30):
     """One command through the control file; waits for its output."""
-    with open(f"/tmp/mwrap.{pid}.ctl", "a") as f:
+    d, _ = runtime_dir(pid)
+    with open(f"{d}/ctl", "a") as f:
         f.write(f"{cmd} {path}\n")
     deadline = time.monotonic() + timeout
     while not os.path.exists(path) and time.monotonic() < deadline:
@@ -238,7 +238,7 @@ def test_denied_call_fails_cleanly(spawn, name, code):
     if code == 0:
         assert p.stdout.strip().startswith("result=-"), p.stdout
     time.sleep(0.3)
-    assert not os.path.exists(f"/tmp/mwrap.{t.pid}.ctl")
+    assert not is_attached(t.pid)
     assert "mwrap-helper" not in "".join(
         open(f"/proc/{t.pid}/task/{tid}/comm").read()
         for tid in os.listdir(f"/proc/{t.pid}/task"))

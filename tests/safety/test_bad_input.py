@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, LEAK_RB, TARGETS, attach, ptrace_allowed, run,
-                      start_leak)
+from conftest import (ATTACH, LEAK_RB, TARGETS, attach, helper_answered,
+                      ptrace_allowed, run, runtime_dir, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -72,7 +72,8 @@ def test_garbage_in_the_control_file(spawn):
     t = spawn([BLOCKER, "read"])
     t.expect("ready")
     assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
-    ctl, out = f"/tmp/mwrap.{t.pid}.ctl", f"/tmp/mwrap.{t.pid}.out"
+    d, _ = runtime_dir(t.pid)
+    ctl, out = f"{d}/ctl", f"{d}/out"
     size = os.path.getsize(out)
     with open(ctl, "ab") as f:
         f.write(b"stats\x00now\n" + b"x" * 10000 + b"\n\xff\xfe\x01\nfrobnicate\n"
@@ -96,18 +97,21 @@ def test_garbage_in_the_control_file(spawn):
 
 
 def test_control_file_symlink_never_followed(spawn, tmp):
+    """A symlink at the control file's old name (/tmp/mwrap.PID.ctl) is
+    neither followed nor in the way: the control file lives in a fresh
+    private directory."""
     t = spawn([BLOCKER, "read"])
     t.expect("ready")
     bait = tmp / "bait"
     os.symlink(bait, f"/tmp/mwrap.{t.pid}.ctl")
     try:
         p = attach(["-p", str(t.pid), "--keep"])
-        assert p.returncode == 9 and "control file" in p.stderr
+        assert p.returncode == 0, p.stderr
         assert not bait.exists()
-        assert "libmwrap" in open(f"/proc/{t.pid}/maps").read()
-        # the library stays loaded but inert: nothing was patched
         p = attach(["-p", str(t.pid), "--stats"])
-        assert p.returncode == 12
+        assert p.returncode == 0
+        assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+        assert not bait.exists()
     finally:
         os.unlink(f"/tmp/mwrap.{t.pid}.ctl")
     t.send("untouched")
@@ -116,17 +120,17 @@ def test_control_file_symlink_never_followed(spawn, tmp):
 
 
 def test_control_file_of_another_user_refused(spawn):
+    """A control file that is not the target user's, in its runtime
+    directory, is refused by the front end."""
     t = spawn([BLOCKER, "read"])
     t.expect("ready")
-    ctl = f"/tmp/mwrap.{t.pid}.ctl"
-    with open(ctl, "w"):
-        pass
-    os.chown(ctl, 65534, 65534)
-    try:
-        p = attach(["-p", str(t.pid), "--keep"])
-        assert p.returncode == 9 and "control file" in p.stderr
-    finally:
-        os.unlink(ctl)
+    assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
+    d, _ = runtime_dir(t.pid)
+    os.chown(f"{d}/ctl", 65534, 65534)
+    p = attach(["-p", str(t.pid), "--stats"])
+    assert p.returncode == 12 and "refusing ctl" in p.stderr, p.stderr
+    os.chown(f"{d}/ctl", 0, 0)
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
     t.send("untouched")
     assert t.expect("got") == "got untouched"
     assert t.finish()[0] == 0
@@ -144,24 +148,28 @@ def test_other_users_process_without_cap_sys_ptrace(spawn):
 
 
 def test_files_in_the_target_belong_to_its_user(spawn):
-    """A target running as nobody, attached by root: control, answer and
-    dump files are nobody's, 0600, and nothing we create is
-    world-writable."""
+    """A target running as nobody, attached by root: its runtime
+    directory is nobody's and 0700, the control, answer and dump files
+    in it nobody's and 0600, and nothing we create is world-writable."""
     t = spawn(NOBODY + [BLOCKER, "read"])
     t.expect("ready")
     p = attach(["-p", str(t.pid), "--keep"])
     assert p.returncode == 0, p.stderr
     p = attach(["-p", str(t.pid), "--dump", "--format=json"])
     assert p.returncode == 0
+    d, name = runtime_dir(t.pid)
+    st = os.stat(d)
+    assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o700)
     for suffix in ("ctl", "out"):
-        st = os.stat(f"/tmp/mwrap.{t.pid}.{suffix}")
+        st = os.stat(f"{d}/{suffix}")
         assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o600), suffix
     assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
-    st = os.stat(f"/tmp/mwrap.{t.pid}.dump")
+    st = os.stat(f"{name}/dump")
     assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o600)
-    for path in [f"/tmp/mwrap.{t.pid}.dump", "/tmp/mwrap-attach-65534"]:
-        if os.path.exists(path):
-            assert not os.stat(path).st_mode & 0o002, path
+    for line in open(f"/proc/{t.pid}/maps"):
+        if "libmwrap" in line:
+            staged = os.path.dirname(line.split()[-1])
+            assert not os.stat(staged).st_mode & 0o022, staged
     t.send("x")
     assert t.finish()[0] == 0
 
@@ -171,7 +179,7 @@ def test_ctrl_c_ends_the_window_and_still_reports(spawn):
     p = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "60"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
-    while not os.path.exists(f"/tmp/mwrap.{t.pid}.ctl") and time.monotonic() < deadline:
+    while not helper_answered(t.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     t.send("leak 50 3000")
     t.expect("leaked")
@@ -187,10 +195,11 @@ def test_ctrl_c_ends_the_window_and_still_reports(spawn):
 def test_target_exit_while_attached_writes_the_final_dump(spawn):
     t, line, _ = start_leak(spawn)
     assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
+    _, name = runtime_dir(t.pid)
     t.send("leak 20 2000")
     t.expect("leaked")
     rc, _, _ = t.finish()
     assert rc == 0
-    dump = open(f"/tmp/mwrap.{t.pid}.dump").read()
+    dump = open(f"{name}/dump").read()
     assert f"{LEAK_RB}:{line}" in dump
-    assert not [f for f in os.listdir("/tmp") if f.startswith(f"mwrap.{t.pid}.dump.tmp")]
+    assert not [f for f in os.listdir(name) if f.startswith("dump.tmp")]

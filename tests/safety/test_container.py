@@ -48,7 +48,8 @@ def test_minimal_root_without_libmwrap_or_liburcu(spawn, tmp):
     p = attach(["-p", str(pid), "--keep", "-v"])
     assert p.returncode == 0, p.stderr
     assert "copied the library" in p.stderr
-    copied = sorted(os.listdir(root / "tmp/mwrap-attach-0"))
+    (staged,) = [d for d in os.listdir(root / "tmp") if d.startswith("mwrap-lib.")]
+    copied = sorted(os.listdir(root / "tmp" / staged))
     assert "libmwrap.so" in copied and any(f.startswith("liburcu-bp") for f in copied)
     t.send("leak 300 6000")
     t.expect("leaked")

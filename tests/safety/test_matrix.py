@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import INJECT, LIB, ROOT, TARGETS, attach, ptrace_allowed
+from conftest import (INJECT, LIB, ROOT, TARGETS, attach, is_attached,
+                      ptrace_allowed, runtime_dir)
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -145,9 +146,9 @@ def test_ruby_threads_raised_and_killed(spawn, n):
 @pytest.mark.parametrize("n", RUNS)
 def test_application_sigurg_handler_chained(spawn, n):
     t = start(spawn, BLOCKER, "urg")
-    dump = f"/tmp/mwrap.{t.pid}.dump"
     p = attach(["-p", str(t.pid), "--keep"])
     assert p.returncode == 0, p.stderr
+    dump = f"{runtime_dir(t.pid)[1]}/dump"
     os.kill(t.pid, signal.SIGURG)
     deadline = time.monotonic() + 10
     while not os.path.exists(dump) and time.monotonic() < deadline:
@@ -193,11 +194,9 @@ def test_injector_killed_mid_injection(spawn, sig, target, n):
     if target == "read":
         t.send("still here")
         assert t.expect("got") == "got still here"
-    ctl = f"/tmp/mwrap.{t.pid}.ctl"
-    deadline = time.monotonic() + 3
-    while inj.returncode == 0 and not os.path.exists(ctl) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if os.path.exists(ctl):
+    if inj.returncode == 0:
+        runtime_dir(t.pid, timeout=3)
+    if is_attached(t.pid):
         assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
     rc, rest, _ = t.finish()
     assert rc == 0

@@ -1,0 +1,268 @@
+"""The control channel's files and the window's lease (issue 17, items 2,
+5 and 6; issue 15, item 3): the helper's private runtime directory, a
+target that detaches itself when the front end dies mid-window, re-attach
+with a copied library any number of times, and the library staged with
+its liburcu where the target has none."""
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import (ATTACH, LEAK_RB, ROOT, attach, helper_answered, is_attached,
+                      ptrace_allowed, run, runtime_dir, start_leak)
+
+pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
+                                reason="ptrace not permitted")
+LEASE_BOUND = 40        # the lease is 10 s; a loaded machine gets slack
+
+
+def wait_detached(pid, bound=LEASE_BOUND):
+    """Seconds until pid has no helper (without renewing its lease), or
+    None after bound."""
+    start = time.monotonic()
+    while time.monotonic() - start < bound:
+        if not is_attached(pid):
+            return time.monotonic() - start
+        time.sleep(0.25)
+    return None
+
+
+def wait_injector(front, timeout=30):
+    """Waits until the front end runs mwrap-inject; False after timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{front}/task/{front}/children") as f:
+                kids = f.read().split()
+            for k in kids:
+                with open(f"/proc/{k}/comm") as f:
+                    if f.read().strip() == "mwrap-inject":
+                        return True
+        except OSError:
+            pass
+        time.sleep(0.002)
+    return False
+
+
+def leak_reported(t, line, args=()):
+    """A short window over a small leak names the leaking line."""
+    return window(t, line, [ATTACH, "-p", str(t.pid), "-d", "2", *args])
+
+
+def window(t, line, argv):
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not helper_answered(t.pid) and p.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.02)
+    t.send("leak 20 3000")
+    t.expect("leaked")
+    out, err = p.communicate(timeout=90)
+    assert p.returncode == 0, err
+    assert f"leak.rb:{line}" in out, out + err
+    return err
+
+
+def test_control_file_read_from_the_start_after_truncation(spawn):
+    """A control file truncated under the helper (by its user, or by a
+    full disk's cleanup) is read again from its start, not ignored."""
+    t, _, _ = start_leak(spawn)
+    assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
+    d, _ = runtime_dir(t.pid)
+    # (earlier versions: /tmp/mwrap.PID.ctl and .out)
+    ctl, out = (f"{d}/ctl", f"{d}/out") if d else (
+        f"/tmp/mwrap.{t.pid}.ctl", f"/tmp/mwrap.{t.pid}.out")
+    with open(ctl, "a") as f:
+        f.write("stats\nstats\n")
+    deadline = time.monotonic() + 10
+    while open(out).read().count("ok stats") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.truncate(ctl, 0)
+    size = os.path.getsize(out)
+    with open(ctl, "a") as f:
+        f.write("stats\n")
+    deadline = time.monotonic() + 10
+    while "ok stats" not in open(out).read()[size:] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "ok stats" in open(out).read()[size:]
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    assert t.finish()[0] == 0
+
+
+def test_window_leaves_no_file(spawn):
+    """A window's runtime directory goes with it; --keep's keeps only
+    the final dump, named in the attach's output."""
+    t, line, _ = start_leak(spawn)
+    before = set(os.listdir("/tmp"))
+    leak_reported(t, line)
+    assert not is_attached(t.pid)
+    assert {f for f in set(os.listdir("/tmp")) - before
+            if f.startswith((f"mwrap.{t.pid}.", "mwrap-lib."))} == set()
+    p = attach(["-p", str(t.pid), "--keep"])
+    assert p.returncode == 0
+    assert f"kill -URG {t.pid} (to /tmp/mwrap.{t.pid}." in p.stderr
+    _, name = runtime_dir(t.pid)
+    p = attach(["-p", str(t.pid), "--detach"])
+    assert p.returncode == 0 and f"{name}/dump" in p.stderr
+    assert os.listdir(name) == ["dump"]
+    assert t.finish()[0] == 0
+
+
+# SIGINT to the whole group, as Ctrl-C does, at a random moment of the
+# injection; the others in the window.
+@pytest.mark.parametrize("sig", ["KILL", "HUP", "USR1", "INT-early"])
+@pytest.mark.parametrize("n", range(2))
+def test_front_end_death_mid_window_detaches_the_target(spawn, sig, n):
+    """17.5: mwrap-attach killed mid-window (or Ctrl-C'd during the
+    injection): the target detaches itself within seconds, and the next
+    mwrap-attach works."""
+    t, line, _ = start_leak(spawn)
+    p = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "300"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        if sig == "INT-early":
+            assert wait_injector(p.pid), "mwrap-inject never ran"
+            time.sleep(random.uniform(0, 0.02))
+            os.killpg(p.pid, signal.SIGINT)
+        else:
+            runtime_dir(t.pid, timeout=30)
+            time.sleep(1.5)
+            assert is_attached(t.pid), "never attached"
+            os.kill(p.pid, getattr(signal, "SIG" + sig))
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=10)
+    took = wait_detached(t.pid)
+    assert took is not None, "the target stayed attached"
+    print(f"detached {took:.1f} s after the front end's death")
+    t.send("leak 1 100")
+    t.expect("leaked")
+    leak_reported(t, line)
+    assert t.finish()[0] == 0
+
+
+def test_keep_has_no_lease(spawn):
+    t, _, _ = start_leak(spawn)
+    assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
+    time.sleep(13)
+    assert is_attached(t.pid)
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    assert t.finish()[0] == 0
+
+
+def unshared_target(spawn, tmp, mounts, user=None):
+    """A Ruby target in its own mount namespace after MOUNTS (shell
+    commands), running leak.rb from its private /tmp: (target, leak
+    line)."""
+    probe = run(["unshare", "--mount", "true"])
+    if probe.returncode != 0:
+        pytest.skip(f"unshare not permitted here: {probe.stderr.strip()}")
+    private = tmp / "private"
+    private.mkdir()
+    os.chmod(private, 0o1777)
+    with open(LEAK_RB) as src, open(private / "leak.rb", "w") as dst:
+        dst.write(src.read())
+    os.chmod(private / "leak.rb", 0o644)
+    run_as = f"setpriv --reuid={user} --regid={user} --clear-groups " if user else ""
+    script = " && ".join(mounts + [f"mount --bind {private} /tmp",
+                                   f"exec {run_as}ruby /tmp/leak.rb"])
+    t = spawn(["unshare", "--mount", "--propagation", "private",
+               "sh", "-c", script])
+    ready = t.expect("ready")
+    return t, int(ready.split()[2].split("=")[1])
+
+
+def lib_mapped(pid):
+    return sorted({line.split()[-1] for line in open(f"/proc/{pid}/maps")
+                   if "libmwrap" in line})
+
+
+@pytest.mark.parametrize("backend", ["ptrace", "gdb"])
+@pytest.mark.parametrize("mode", ["shared", "copied"])
+def test_reattach_any_number_of_times(spawn, tmp, mode, backend):
+    """17.6: attach, window, detach, five times, with the library shared
+    or copied into the target's filesystem: each works, and the one
+    library loaded at first is the one reused."""
+    if backend == "gdb" and run(["sh", "-c", "command -v gdb"]).returncode:
+        pytest.skip("gdb not installed")
+    mounts = [f"mount -t tmpfs none {ROOT}/preload"] if mode == "copied" else []
+    t, line = unshared_target(spawn, tmp, mounts)
+    first = None
+    for _ in range(5):
+        err = leak_reported(t, line, ["--backend", backend, "-v"])
+        if mode == "copied" and first is None:
+            assert "copied the library" in err
+        if first is not None:
+            assert "copied the library" not in err
+        mapped = lib_mapped(t.pid)
+        assert len(mapped) == 1 and "(deleted)" not in mapped[0], mapped
+        first = first or mapped
+        assert mapped == first
+    assert t.finish()[0] == 0
+
+
+def test_reattach_after_the_copy_was_deleted(spawn, tmp):
+    """A tmp cleaner removed the copy still mapped in the target: the
+    next attach loads a fresh copy and works."""
+    t, line = unshared_target(spawn, tmp, [f"mount -t tmpfs none {ROOT}/preload"])
+    leak_reported(t, line)
+    (path,) = lib_mapped(t.pid)
+    staged = os.path.dirname(path)
+    for f in os.listdir(f"/proc/{t.pid}/root{staged}"):
+        os.unlink(f"/proc/{t.pid}/root{staged}/{f}")
+    err = leak_reported(t, line, ["-v"])
+    assert "was deleted" in err
+    assert t.finish()[0] == 0
+
+
+def hide_liburcu():
+    """Mount commands that leave the namespace without a system liburcu
+    (as a container with Ruby but no liburcu)."""
+    libs = set()
+    for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",
+              "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/lib64"):
+        if os.path.isdir(d):
+            for f in os.listdir(d):
+                path = os.path.realpath(f"{d}/{f}")
+                if f.startswith("liburcu") and os.path.isfile(path):
+                    libs.add(path)
+    return [f"mount --bind /dev/null {p}" for p in sorted(libs)]
+
+
+@pytest.fixture
+def installed():
+    """`make install` into a DESTDIR in build/ (seen from the target's
+    namespace, unlike /tmp): the installed mwrap-attach."""
+    dest = os.path.join(ROOT, "build", f"install-test.{os.getpid()}")
+    p = run(["make", "-s", "-C", ROOT, "-o", "all", "install",
+             f"DESTDIR={dest}", "PREFIX=/opt/mwrap"], timeout=120)
+    assert p.returncode == 0, p.stderr
+    yield f"{dest}/opt/mwrap/bin/mwrap-attach"
+    shutil.rmtree(dest, ignore_errors=True)
+
+
+@pytest.mark.parametrize("layout", ["build", "install"])
+@pytest.mark.parametrize("where", ["inside", "host"])
+def test_target_without_liburcu(spawn, tmp, request, layout, where):
+    """15.3: the tool in a container that has Ruby but no liburcu (and no
+    gdb): libmwrap.so's liburcu travels with it, attached from inside
+    the container and from the host, from the build tree and from
+    `make install`'s layout."""
+    tool = request.getfixturevalue("installed") if layout == "install" else ATTACH
+    t, line = unshared_target(spawn, tmp, hide_liburcu())
+    probe = run(["nsenter", "-t", str(t.pid), "-m", "sh", "-c",
+                 "ldconfig -p | grep -c liburcu-cds; "
+                 "cat /usr/lib/x86_64-linux-gnu/liburcu-cds.so.8 | wc -c"])
+    assert probe.stdout.split()[-1] == "0", "liburcu still readable"
+    enter = ["nsenter", "-t", str(t.pid), "-m"] if where == "inside" else []
+    window(t, line, enter + [tool, "-p", str(t.pid), "-d", "2"])
+    assert t.finish()[0] == 0
+
