@@ -1,0 +1,66 @@
+"""The gdb we drive is proven on a process of our own before it touches
+the target (issue 17 item 8): Debian 12's gdb 13.1 on a CPU with AMX
+cannot write a thread's extended state back after an inferior call, and
+a target it interrupted in a system call then dies.  Machines without
+the fault simulate it with a gdb that does the same damage: each process
+it called into is killed once it detaches."""
+import os
+import shutil
+
+import pytest
+
+from conftest import ATTACH, TARGETS, ptrace_allowed, run
+
+REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
+pytestmark = [
+    pytest.mark.skipif(ptrace_allowed() is not None,
+                       reason="ptrace not permitted"),
+    pytest.mark.skipif(shutil.which("gdb") is None, reason="no gdb"),
+]
+BLOCKER = os.path.join(TARGETS, "blocker")
+
+FAULTY_GDB = """#!/bin/sh
+# a gdb whose inferior calls leave the process they interrupted to die
+{gdb} "$@"
+rc=$?
+while [ $# -gt 0 ]; do
+	[ "$1" = -p ] && kill -SEGV "$2"
+	shift
+done
+exit $rc
+"""
+
+
+@pytest.mark.parametrize("n", range(REPEAT))
+def test_a_gdb_that_kills_what_it_calls_into_is_refused(spawn, tmp, n):
+    fake = tmp / "gdb"
+    fake.write_text(FAULTY_GDB.format(gdb=shutil.which("gdb")))
+    fake.chmod(0o755)
+    t = spawn([BLOCKER, "read"])
+    t.expect("ready")
+    p = run([ATTACH, "-p", str(t.pid), "--keep", "--backend=gdb"],
+            env={"PATH": f"{tmp}:{os.environ['PATH']}"}, timeout=120)
+    assert p.returncode == 7, p.stderr
+    assert "cannot restore" in p.stderr and "--backend=ptrace" in p.stderr
+    # the target was never touched: nothing loaded, its read goes on
+    with open(f"/proc/{t.pid}/maps") as f:
+        assert "libmwrap" not in f.read()
+    t.send("untouched")
+    assert t.expect("got") == "got untouched"
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest[0] == "done lines=1 eintr=0", rest
+
+
+def test_the_gdb_at_hand_passes_the_probe(spawn):
+    """Here gdb restores what it calls into (else test_gdb_backend fails
+    too): the probe lets it attach, and the target's read goes on."""
+    t = spawn([BLOCKER, "read"])
+    t.expect("ready")
+    p = run([ATTACH, "-p", str(t.pid), "--keep", "--backend=gdb"],
+            timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert run([ATTACH, "-p", str(t.pid), "--detach"]).returncode == 0
+    t.send("hello")
+    assert t.expect("got") == "got hello"
+    rc, _, _ = t.finish()
+    assert rc == 0
