@@ -245,6 +245,22 @@ def our_files(pid):
 LEAK_RB = os.path.join(ROOT, "tests", "targets", "leak.rb")
 
 
+def private_tmp(tmp, unshare=("--mount",), name="private"):
+    """A /tmp of a container-like target's own: tmp/NAME, mode 1777,
+    holding leak.rb (world-readable); skips where unshare UNSHARE is
+    not permitted."""
+    probe = run(["unshare", *unshare, "true"])
+    if probe.returncode != 0:
+        pytest.skip(f"unshare not permitted here: {probe.stderr.strip()}")
+    private = tmp / name
+    private.mkdir()
+    os.chmod(private, 0o1777)
+    with open(LEAK_RB) as src, open(private / "leak.rb", "w") as dst:
+        dst.write(src.read())
+    os.chmod(private / "leak.rb", 0o644)
+    return private
+
+
 def start_ready(spawn, argv, **kw):
     """Starts a target (spawn's keywords, e.g. env) and waits for its
     "ready" line: (target, the line's key=value words as a dict)."""

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from conftest import (INJECT, LEAK_RB, LIB, ROOT, TARGETS, attach, parse_dump,
-                      parse_json_dump, ptrace_allowed, run, runtime_dir,
-                      start_leak)
+                      parse_json_dump, private_tmp, ptrace_allowed, run,
+                      runtime_dir, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -315,14 +315,8 @@ def test_target_in_its_own_mount_and_pid_namespace(spawn, tmp):
     private /tmp, and our preload/ directory hidden, so the library (and
     liburcu beside it) must be copied into the target's /tmp and the
     control files live in its namespace."""
-    probe = run(["unshare", "--mount", "--pid", "--fork", "true"])
-    if probe.returncode != 0:
-        pytest.skip(f"unshare not permitted here: {probe.stderr.strip()}")
-    private = tmp / "private-tmp"
-    private.mkdir()
-    os.chmod(private, 0o1777)
-    with open(LEAK_RB) as src, open(private / "leak.rb", "w") as dst:
-        dst.write(src.read())
+    private = private_tmp(tmp, ("--mount", "--pid", "--fork"),
+                          "private-tmp")
     # preload/ first: the repository itself may live under /tmp
     script = (f"mount -t tmpfs none {ROOT}/preload && "
               f"mount --bind {private} /tmp && exec ruby /tmp/leak.rb")

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, LEAK_RB, ROOT, attach, helper_answered, is_attached,
-                      ptrace_allowed, run, runtime_dir, start_leak)
+from conftest import (ATTACH, ROOT, attach, helper_answered, is_attached,
+                      private_tmp, ptrace_allowed, run, runtime_dir, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -162,15 +162,7 @@ def unshared_target(spawn, tmp, mounts, user=None):
     """A Ruby target in its own mount namespace after MOUNTS (shell
     commands), running leak.rb from its private /tmp: (target, leak
     line)."""
-    probe = run(["unshare", "--mount", "true"])
-    if probe.returncode != 0:
-        pytest.skip(f"unshare not permitted here: {probe.stderr.strip()}")
-    private = tmp / "private"
-    private.mkdir()
-    os.chmod(private, 0o1777)
-    with open(LEAK_RB) as src, open(private / "leak.rb", "w") as dst:
-        dst.write(src.read())
-    os.chmod(private / "leak.rb", 0o644)
+    private = private_tmp(tmp)
     run_as = f"setpriv --reuid={user} --regid={user} --clear-groups " if user else ""
     script = " && ".join(mounts + [f"mount --bind {private} /tmp",
                                    f"exec {run_as}ruby /tmp/leak.rb"])

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from conftest import (ATTACH, LEAK_RB, ROOT, TARGETS, attach, is_attached,
-                      ptrace_allowed, remove, run, runtime_dir)
+                      private_tmp, ptrace_allowed, remove, run, runtime_dir)
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 RUNS = range(REPEAT)
@@ -54,15 +54,7 @@ def unshared_nobody_target(spawn, tmp, program):
     """A container-like target: its own mount namespace, a private /tmp
     (tmp/private, nobody's) and our preload/ hidden, running as nobody:
     the library must be copied in.  (target, its private /tmp)."""
-    probe = run(["unshare", "--mount", "true"])
-    if probe.returncode != 0:
-        pytest.skip(f"unshare not permitted here: {probe.stderr.strip()}")
-    private = tmp / "private"
-    private.mkdir()
-    os.chmod(private, 0o1777)
-    with open(LEAK_RB) as src, open(private / "leak.rb", "w") as dst:
-        dst.write(src.read())
-    os.chmod(private / "leak.rb", 0o644)
+    private = private_tmp(tmp)
     script = (f"mount -t tmpfs none {ROOT}/preload && "
               f"mount --bind {private} /tmp && "
               f"exec setpriv {' '.join(NOBODY_IDS)} {program}")
