@@ -44,8 +44,10 @@ int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code);
 /* The source location at @pos, just taken on this thread: sets *path
  * (owned by Ruby, valid until the next GC compaction: copy it) and
  * *line, returns 1; 0 if there is none.  Checks that the frame we read
- * is the one Ruby reports and, if not, clears pos->pc and stops reading
- * frames for good.  Context: hook-safe; never allocates. */
+ * is the one Ruby reports and, if not, clears pos->pc (not to be cached)
+ * and stops reading frames: for good on 3.1, on 3.2+ once mismatches
+ * outnumber matches (there eval'd code in a method mismatches by design
+ * and is named by its own file).  Context: hook-safe; never allocates. */
 int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
 			 int *line);
 
