@@ -5,6 +5,7 @@
 #include "spin.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -347,34 +348,31 @@ void mw_live_fork_unlock(void)
 		mw_spin_unlock(&shards[s].lock);
 }
 
-uint64_t mw_live_count(void)
+/* The sum over the shards of the counter at @off in struct shard. */
+static uint64_t sum_shards(size_t off)
 {
 	uint64_t n = 0;
 	unsigned s;
 
 	for (s = 0; s < NSHARDS; s++)
-		n += __atomic_load_n(&shards[s].count, __ATOMIC_RELAXED);
+		n += __atomic_load_n((const uint64_t *)((const char *)&shards[s] +
+							off), __ATOMIC_RELAXED);
 	return n;
+}
+
+uint64_t mw_live_count(void)
+{
+	return sum_shards(offsetof(struct shard, count));
 }
 
 uint64_t mw_live_unknown(void)
 {
-	uint64_t n = 0;
-	unsigned s;
-
-	for (s = 0; s < NSHARDS; s++)
-		n += __atomic_load_n(&shards[s].unknown, __ATOMIC_RELAXED);
-	return n;
+	return sum_shards(offsetof(struct shard, unknown));
 }
 
 uint64_t mw_live_unknown_bytes(void)
 {
-	uint64_t n = 0;
-	unsigned s;
-
-	for (s = 0; s < NSHARDS; s++)
-		n += __atomic_load_n(&shards[s].unknown_bytes, __ATOMIC_RELAXED);
-	return n;
+	return sum_shards(offsetof(struct shard, unknown_bytes));
 }
 
 uint64_t mw_live_memory(void)
