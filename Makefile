@@ -91,7 +91,7 @@ preload/libmwrap.so: $(LIB_OBJS)
 	done
 
 inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h \
-		inject/gdb.h inject/seccomp.h
+		inject/gdb.h inject/seccomp.h inject/exitcodes.h preload/inject_abi.h
 	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c

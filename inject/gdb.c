@@ -1,6 +1,7 @@
 /* gdb.c - see gdb.h */
 #define _GNU_SOURCE
 #include "gdb.h"
+#include "exitcodes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +18,6 @@
 #define GDB_GRACE_MS 30000
 
 /* Same classes as mwrap-inject.c's exit codes. */
-enum { EX_USAGE = 2, EX_NOSAFE = 5, EX_LOAD = 6, EX_SYMBOL = 7,
-       EX_GONE = 8, EX_TARGET = 9 };
 
 static const char script_fmt[] =
 "set pagination off\n"

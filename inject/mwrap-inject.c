@@ -17,6 +17,8 @@
 #include "maps.h"
 #include "ptrace.h"
 #include "seccomp.h"
+#include "exitcodes.h"
+#include "../preload/inject_abi.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,11 +31,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Exit codes, one per failure class (see --help). */
-enum {
-	EX_OK = 0, EX_USAGE = 2, EX_NOPROC = 3, EX_PERM = 4, EX_NOSAFE = 5,
-	EX_LOAD = 6, EX_SYMBOL = 7, EX_GONE = 8, EX_TARGET = 9,
-};
 
 #define RTLD_NOW_ 0x2
 #define RTLD_NODELETE_ 0x1000
@@ -59,7 +56,16 @@ static void usage(FILE *f)
 "mwrap-inject --check-seccomp -p PID: what PID's seccomp filter does with\n"
 "each syscall an attach makes, one line each; exit 0 safe, 10 refuse (a\n"
 "call would kill it, or a required one is denied), 11 cannot be shown\n"
-"safe.  mwrap-inject --list-syscalls: those syscalls.\n");
+"safe.  mwrap-inject --list-syscalls: those syscalls.\n"
+"mwrap-inject --exit-codes: NAME NUMBER MEANING of each exit code.\n");
+}
+
+/* "NAME N what" per exit code: the front end's only source of them */
+static void print_exit_codes(FILE *f)
+{
+#define MWI_EXIT_LINE(name, n, what) fprintf(f, "%s %d %s\n", #name, n, what);
+	MWI_EXIT_CODES(MWI_EXIT_LINE)
+#undef MWI_EXIT_LINE
 }
 
 static int fail(int code, const char *stage, const char *what, int err)
@@ -169,9 +175,9 @@ static int find_lib_syms(pid_t pid, const char *lib, const char *fn,
 	if (mwi_elf_symbol(path, fn, &v))
 		return -ENOENT;
 	ls->fn = base + v;
-	if (mwi_elf_symbol(path, "mw_return_trampoline", &v) == 0)
+	if (mwi_elf_symbol(path, MW_ABI_TRAMPOLINE, &v) == 0)
 		ls->trampoline = base + v;
-	if (mwi_elf_symbol(path, "mw_call_result", &v) == 0)
+	if (mwi_elf_symbol(path, MW_ABI_RESULT, &v) == 0)
 		ls->result = base + v;
 	return 0;
 }
@@ -249,7 +255,7 @@ static int inject(struct mwi_thread *t, const struct target_fns *f,
 		args[0] = arg_at;
 		if ((ret = mwi_poke(t, ls.result, &res, sizeof(res))) ||
 		    (ret = mwi_call_guarded(t, ls.fn, args, 1, ls.trampoline,
-					    ls.trampoline + 14)) ||
+					    ls.trampoline + MW_TRAMPOLINE_STOP)) ||
 		    (ret = mwi_peek(t, ls.result, &res, sizeof(res))))
 			return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, fn,
 				    "the call did not complete", -ret);
@@ -275,6 +281,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "check-seccomp", no_argument, NULL, 'S' },
 		{ "list-syscalls", no_argument, NULL, 'L' },
+		{ "exit-codes", no_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mwi_maps maps;
@@ -321,6 +328,9 @@ int main(int argc, char **argv)
 		case 'L':
 			mwi_sc_list(stdout);
 			return EX_OK;
+		case 'E':
+			print_exit_codes(stdout);
+			return EX_OK;
 		default:
 			usage(stderr);
 			return EX_USAGE;
@@ -332,7 +342,8 @@ int main(int argc, char **argv)
 			return fail(ret == -ENOENT || ret == -ESRCH ? EX_NOPROC :
 				    EX_PERM, "reading the seccomp state", "",
 				    -ret);
-		return ret == 0 ? EX_OK : 9 + ret;
+		return ret == 0 ? EX_SC_OK :
+		       ret == 1 ? EX_SC_REFUSE : EX_SC_UNSURE;
 	}
 	if (!pid || argc - optind < 2 || argc - optind > 3) {
 		usage(stderr);

@@ -15,6 +15,7 @@
 #include "fork.h"
 #include "got.h"
 #include "heap.h"
+#include "inject_abi.h"
 #include "live.h"
 #include "mwrap.h"
 #include "objects.h"
@@ -565,16 +566,16 @@ EXPORT int mw_attach(const char *options)
 	int ret, i;
 
 	if (!mw_real_ready())
-		return -ENOENT;
+		return MW_ATTACH_NOT_READY;
 	if (__atomic_load_n(&mw_enabled, __ATOMIC_RELAXED) &&
 	    !__atomic_load_n(&attached, __ATOMIC_RELAXED))
-		return -EBUSY;		/* preloaded: already tracing */
+		return MW_ATTACH_PRELOADED;
 	/* a detach finishing: a few ms at most (closing files) */
 	for (i = 0; i < 2000 && __atomic_load_n(&detaching, __ATOMIC_ACQUIRE);
 	     i++)
 		usleep(1000);
 	if (__atomic_exchange_n(&attached, 1, __ATOMIC_ACQ_REL))
-		return -EALREADY;
+		return MW_ATTACH_ALREADY;
 	mw_tls.guard++;
 	if (mw_options_parse(options, &opts, NULL, 0)) {
 		ret = -EINVAL;

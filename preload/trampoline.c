@@ -9,15 +9,20 @@
  * meanwhile (even by SIGKILL), the thread restores itself from the
  * frame and carries on as if nothing had happened.
  */
+#include "inject_abi.h"
+
 #define EXPORT __attribute__((visibility("default")))
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 EXPORT long mw_call_result;
 extern long mw_call_result_local
 	__attribute__((alias("mw_call_result"), visibility("hidden")));
 
-/* 14 bytes: mov %rax,mw_call_result(%rip) (7); mov $15,%eax (5);
- * syscall (2).  The injector stops at the syscall's entry, so it knows
- * the address just past it: mw_return_trampoline + 14. */
+/* MW_TRAMPOLINE_STOP (14) bytes: mov %rax,mw_call_result(%rip) (7);
+ * mov $15,%eax (5); syscall (2).  The injector stops at the syscall's
+ * entry, so it knows the address just past it; the assembler checks
+ * that the two agree. */
 __asm__(".text\n"
 	".globl mw_return_trampoline\n"
 	".type mw_return_trampoline, @function\n"
@@ -25,5 +30,8 @@ __asm__(".text\n"
 	"\tmovq %rax, mw_call_result_local(%rip)\n"
 	"\tmovl $15, %eax\n"	/* __NR_rt_sigreturn */
 	"\tsyscall\n"
+	"\t.if . - mw_return_trampoline - " STR(MW_TRAMPOLINE_STOP) "\n"
+	"\t.error \"MW_TRAMPOLINE_STOP is not where the syscall ends\"\n"
+	"\t.endif\n"
 	"\thlt\n"
 	".size mw_return_trampoline, . - mw_return_trampoline\n");
