@@ -31,7 +31,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
-	build/targets/libsclog.so
+	build/targets/libsclog.so build/targets/libslowctor.so
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks test-debian13 test-ruby34 test-container
@@ -106,6 +106,11 @@ build/targets/sctarget: tests/container/sctarget.c
 build/targets/libsclog.so: tests/container/sclog.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $< -lpthread
+
+# a constructor that holds the loader lock for 3 s (test_call_timeout)
+build/targets/libslowctor.so: tests/targets/slowctor.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
 
 # two allocators in one process (tests/test_allocators.py)
 build/targets/libdeepalloc.so: tests/targets/deep_alloc.c

@@ -204,6 +204,19 @@ static int fill_altstack(struct mwi_thread *t, const struct target_fns *f)
 	return ret;
 }
 
+/* A call into the target that did not return: the exit code, and what
+ * became of the call. */
+static int call_failed(const struct mwi_thread *t, const char *stage,
+		       int ret)
+{
+	if (t->call_left_running)
+		return fail(EX_TARGET, stage, "no return within the timeout; "
+			    "the call goes on in the target, whose thread "
+			    "resumes where it was when the call returns", 0);
+	return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, stage,
+		    "the call did not complete", -ret);
+}
+
 static int inject(struct mwi_thread *t, const struct target_fns *f,
 		  const char *lib, const char *fn, const char *arg)
 {
@@ -236,8 +249,7 @@ static int inject(struct mwi_thread *t, const struct target_fns *f,
 					 f->restore_rt + sizeof(restore_rt_code))
 		      : mwi_call(t, f->dlopen, args, 2, &handle);
 	if (ret)
-		return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, "dlopen",
-			    "the call did not complete", -ret);
+		return call_failed(t, "dlopen", ret);
 	if (find_lib_syms(t->pid, lib, fn, &ls)) {
 		msg[0] = '\0';
 		if (f->dlerror && mwi_call(t, f->dlerror, NULL, 0, &sym) == 0 &&
@@ -257,15 +269,13 @@ static int inject(struct mwi_thread *t, const struct target_fns *f,
 		    (ret = mwi_call_guarded(t, ls.fn, args, 1, ls.trampoline,
 					    ls.trampoline + MW_TRAMPOLINE_STOP)) ||
 		    (ret = mwi_peek(t, ls.result, &res, sizeof(res))))
-			return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, fn,
-				    "the call did not complete", -ret);
+			return call_failed(t, fn, ret);
 		result = (uint64_t)res;
 	} else {
 		args[0] = arg_at;
 		ret = mwi_call(t, ls.fn, args, 1, &result);
 		if (ret)
-			return fail(ret == -ESRCH ? EX_GONE : EX_TARGET, fn,
-				    "the call did not complete", -ret);
+			return call_failed(t, fn, ret);
 	}
 	printf("result=%d\n", (int)(uint32_t)result);
 	return EX_OK;
@@ -421,6 +431,11 @@ int main(int argc, char **argv)
 				if (verbose)
 					fprintf(stderr, "mwrap-inject: calling "
 						"in thread %d\n", (int)thr.tid);
+				/* the calls get a whole --timeout of their
+				 * own, whatever the search for a safe point
+				 * took of it */
+				thr.deadline_ms = mwi_now_ms() +
+						  (long)(timeout * 1000);
 				code = inject(&thr, &fns, argv[optind],
 					      argv[optind + 1], argc - optind == 3 ?
 					      argv[optind + 2] : "");

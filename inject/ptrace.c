@@ -539,8 +539,17 @@ static int finish_call(struct mwi_thread *t, uintptr_t stop_rip,
 
 	for (;;) {
 		err = wait_stop(t, t->deadline_ms, &status);
+		if (err == -ETIMEDOUT && stop_rip) {
+			/* A guarded call may hold a lock now (the loader's, in
+			 * a constructor): unwound, it would keep it for ever.
+			 * Left running, it returns through its signal frame,
+			 * which restores the thread, as after our death. */
+			t->call_left_running = 1;
+			return -ETIMEDOUT;
+		}
 		if (err == -ETIMEDOUT) {
-			/* stop it and let mwi_release unwind the call */
+			/* unguarded: its return address traps, so unwinding
+			 * is the only way out; stop it for mwi_release */
 			interrupt(t);
 			return -ETIMEDOUT;
 		}
@@ -618,7 +627,14 @@ void mwi_release(struct mwi_thread *t)
 
 	if (!t->seized)
 		return;
-	if (t->have_saved) {
+	if (t->call_left_running) {
+		/* nothing of ours to restore: the call's frame does it; an
+		 * interrupt stop to detach from (or the kernel detaches it
+		 * when we exit, the same way) */
+		t->deadline_ms = mwi_now_ms() + 1000;
+		interrupt(t);
+		say(t, "left the call running in thread %d\n", (int)t->tid);
+	} else if (t->have_saved) {
 		struct iovec iov = { t->xstate, t->xstate_len };
 		struct user_regs_struct r;
 

@@ -30,6 +30,7 @@ struct mwi_thread {
 	/* the signal frame (see mwi_guard): 0 when calls are unguarded */
 	uintptr_t frame_sp;
 	int at_enter_stop;	/* stopped at a guarded call's rt_sigreturn */
+	int call_left_running;	/* a guarded call outlived the deadline */
 	unsigned long syscall_stops;	/* for -v */
 	long deadline_ms;			/* monotonic */
 	/* time the thread spent stopped by us (not while we let it run
