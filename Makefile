@@ -33,7 +33,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
 	build/targets/libsclog.so build/targets/libslowctor.so
 
-.PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
+.PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks test-debian13 test-ruby34 test-container
 
 all: deps
@@ -56,13 +56,20 @@ help:
 deps:
 	@scripts/install-deps
 
+# what building the product alone needs (make install on a server)
+deps-build:
+	@scripts/install-deps build
+
 INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.c \
 	inject/gdb.c inject/seccomp.c
 
 C_TESTS = build/tests/test_options build/tests/test_control
 
-build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS) \
-	build/bench/libcount.so ruby-ext/lib/mwrap_ext.so
+PRODUCT = preload/libmwrap.so inject/mwrap-inject ruby-ext/lib/mwrap_ext.so
+
+build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) build/bench/libcount.so
+
+product: $(PRODUCT)
 
 # The Ruby extension, built with mkmf against Debian's ruby-dev and put
 # next to lib/mwrap.rb, so `ruby -I ruby-ext/lib -rmwrap` finds both.
@@ -171,10 +178,16 @@ demo: all
 bench: all
 	@bench/run
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach $(DESTDIR)$(PREFIX)/bin
+# Only the build's packages: a server gets no test tools (chromium, clang).
+install: deps-build
+	@$(MAKE) --no-print-directory product
+	install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 preload/libmwrap.so inject/mwrap-inject \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0644 VERSION $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0644 man/mwrap-attach.1 man/mwrap.1 \
+		$(DESTDIR)$(PREFIX)/share/man/man1/
 	cp -L $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
 	install -m 0755 scripts/mwrap scripts/mwrap-attach scripts/mwrap-report \

@@ -1,0 +1,54 @@
+"""The man pages and --version (issue 19's papercuts): every option that
+mwrap-attach --help and mwrap --help name is in its man page, every
+MWRAP= key the library parses is documented, and --version prints the
+one VERSION file's contents instead of running a command named
+--version."""
+import glob
+import os
+import re
+import subprocess
+
+from conftest import ATTACH, MWRAP, ROOT
+
+
+def text_of(page):
+    with open(os.path.join(ROOT, "man", page)) as f:
+        return f.read().replace("\\-", "-")
+
+
+def version():
+    with open(os.path.join(ROOT, "VERSION")) as f:
+        return f.read().strip()
+
+
+def test_every_mwrap_attach_option_is_in_its_man_page():
+    usage = subprocess.run([ATTACH, "--help"], capture_output=True,
+                           text=True, timeout=30).stdout
+    options = set(re.findall(r"(--[a-z][a-z-]+)", usage))
+    assert {"--children-of", "--keep", "--format"} <= options
+    page = text_of("mwrap-attach.1")
+    assert [o for o in sorted(options) if o not in page] == []
+    # the exit codes listed in --help, each with its number
+    for code in re.findall(r"\b(\d{1,2}) [a-z]", usage.split("exit codes:")[1]):
+        assert f"\n.TP\n{code}\n" in page
+
+
+def test_every_mwrap_key_is_documented():
+    header, = glob.glob(os.path.join(ROOT, "preload", "**", "options.h"),
+                        recursive=True)
+    with open(header) as f:
+        # keys for the attach only (lease) are not mwrap's
+        keys = {k for k, rest in re.findall(r"^ \*   ([a-z_]+):(.*)", f.read(),
+                                            re.M) if "attach only" not in rest}
+    assert {"dump_path", "dump_fd", "sample"} <= keys
+    usage = subprocess.run([MWRAP, "--help"], capture_output=True,
+                           text=True, timeout=30).stdout
+    page = text_of("mwrap.1")
+    assert [k for k in sorted(keys) if f"{k}:" not in usage] == []
+    assert [k for k in sorted(keys) if k not in page] == []
+
+
+def test_mwrap_version():
+    p = subprocess.run([MWRAP, "--version"], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0 and p.stdout == f"mwrap {version()}\n"
