@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "track.h"
+#include "tls.h"
 
 struct mw_counts {
 	uint64_t total;		/* bytes allocated */

@@ -3,6 +3,7 @@
 #include "heap.h"
 #include "live.h"
 #include "ruby.h"
+#include "sites.h"
 #include "spin.h"
 #include "track.h"
 
@@ -50,16 +51,10 @@ static double root(double x)
 	return r;
 }
 
-static uint64_t generation(void)
-{
-	return __atomic_load_n(&mw_ruby_generation, __ATOMIC_RELAXED);
-}
-
 void *mw_hook_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		   off_t off)
 {
 	void *p = real_mmap(addr, len, prot, flags, fd, off);
-	struct mw_live_entry e, stale;
 	uintptr_t body;
 
 	if (p == MAP_FAILED || !page_size || len != 2 * page_size || addr ||
@@ -69,8 +64,7 @@ void *mw_hook_mmap(void *addr, size_t len, int prot, int flags, int fd,
 	/* the body Ruby keeps: the aligned page inside the mapping */
 	body = ((uintptr_t)p + page_size) & ~(uintptr_t)(page_size - 1);
 	mw_tls.guard++;
-	mw_live_make(&e, body, MW_SITE_HEAP_PAGES, page_size, generation());
-	mw_live_insert(&e, &stale);
+	mw_track_page_map(body, page_size);
 	mw_spin_lock(&stat_lock);
 	allocated++;
 	mw_spin_unlock(&stat_lock);
@@ -80,34 +74,25 @@ void *mw_hook_mmap(void *addr, size_t len, int prot, int flags, int fd,
 
 int mw_hook_munmap(void *addr, size_t len)
 {
-	struct mw_live_entry e;
+	int64_t life;
 
 	if (page_size && len == page_size && mw_tracking() &&
 	    !((uintptr_t)addr & (page_size - 1))) {
 		mw_tls.guard++;
-		if (mw_live_take((uintptr_t)addr, &e)) {
-			if (mw_live_site(&e) != MW_SITE_HEAP_PAGES) {
-				struct mw_live_entry stale;
+		if (mw_track_page_unmap((uintptr_t)addr, &life)) {
+			double d;
 
-				mw_live_insert(&e, &stale);	/* not ours */
-			} else {
-				int64_t life = (int64_t)((generation() -
-							  mw_live_birth(&e)) &
-							 MW_BIRTH_MASK);
-				double d;
-
-				mw_spin_lock(&stat_lock);
-				freed++;
-				n++;
-				d = (double)life - mean;
-				mean += d / (double)n;
-				m2 += d * ((double)life - mean);
-				if (life_min < 0 || life < life_min)
-					life_min = life;
-				if (life > life_max)
-					life_max = life;
-				mw_spin_unlock(&stat_lock);
-			}
+			mw_spin_lock(&stat_lock);
+			freed++;
+			n++;
+			d = (double)life - mean;
+			mean += d / (double)n;
+			m2 += d * ((double)life - mean);
+			if (life_min < 0 || life < life_min)
+				life_min = life;
+			if (life > life_max)
+				life_max = life;
+			mw_spin_unlock(&stat_lock);
 		}
 		mw_tls.guard--;
 	}

@@ -14,11 +14,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sites.h"
-
-/* The live-table site id of heap page bodies (never a real site). */
-#define MW_SITE_HEAP_PAGES (MW_SITE_MAX - 1)
-
 /* Finds mmap/munmap and the page size of this Ruby.  Returns 1 if heap
  * pages can be tracked.  Context: not a hook. */
 int mw_heap_init(void);

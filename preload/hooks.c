@@ -85,41 +85,6 @@ EXPORT void free(void *p)
 	mw_real.free(p);
 }
 
-/* realloc and reallocarray: the old block's entry is taken out first (the
- * real call may free it) and put back if the call fails. */
-static void *realloc_tracked(void *p, size_t n, size_t m, int array,
-			     uintptr_t caller)
-{
-	struct mw_live_entry old, stale;
-	size_t size = n * m;
-	int maybe, had, saved;
-	uint64_t unknown_bytes = 0;
-	void *q;
-
-	mw_tls.guard++;
-	maybe = mw_sample_maybe((uintptr_t)p);
-	had = maybe && mw_live_take((uintptr_t)p, &old);
-	/* a block from before tracking: its size, while it still exists */
-	if (maybe && !had)
-		unknown_bytes = mw_track_usable_size(p);
-	q = array ? mw_real.reallocarray(p, n, m) : mw_real.realloc(p, n);
-	saved = errno;
-	if (!q && size != 0) {
-		if (had)
-			mw_live_insert(&old, &stale);
-	} else {
-		if (had)
-			mw_track_account_free(&old);
-		else if (maybe)
-			mw_live_add_unknown((uintptr_t)p, unknown_bytes);
-		if (q && mw_sample_take(size))
-			mw_track_alloc(q, size, caller);
-	}
-	mw_tls.guard--;
-	errno = saved;
-	return q;
-}
-
 /* realloc of a bootstrap block: move it to the real heap. */
 static void *realloc_boot(void *p, size_t size)
 {
@@ -150,7 +115,7 @@ EXPORT void *realloc(void *p, size_t size)
 			record_alloc(q, size, CALLER());
 		return q;
 	}
-	return realloc_tracked(p, size, 1, 0, CALLER());
+	return mw_track_realloc(p, size, 1, 0, CALLER());
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t m)
@@ -178,7 +143,7 @@ EXPORT void *reallocarray(void *p, size_t n, size_t m)
 			record_alloc(q, size, CALLER());
 		return q;
 	}
-	return realloc_tracked(p, n, m, 1, CALLER());
+	return mw_track_realloc(p, n, m, 1, CALLER());
 }
 
 EXPORT int posix_memalign(void **pp, size_t align, size_t size)

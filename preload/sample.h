@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "track.h"
+#include "tls.h"
 
 /* Mean bytes between samples; 0 records every allocation.  Set before
  * tracking is enabled. */

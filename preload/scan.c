@@ -1,7 +1,6 @@
 /* scan.c - see scan.h */
 #define _GNU_SOURCE
 #include "scan.h"
-#include "heap.h"
 #include "live.h"
 #include "sites.h"
 #include "track.h"

@@ -2,7 +2,7 @@
  *
  * A site is keyed by a Ruby source location ("path:line") or, outside
  * Ruby, by the caller's return address.  Records live in mmap'd chunks
- * indexed by a 24-bit id (the live table stores ids, not pointers), are
+ * indexed by a 20-bit id (the live table stores ids, not pointers), are
  * found through a liburcu lock-free hash table (urcu-bp flavour: no
  * thread registration, fork-tolerant), and are never freed: a reset only
  * zeroes their counters.
@@ -17,9 +17,12 @@
 #include "ruby.h"
 
 #define MW_SITE_MAX (1u << 20)	/* ids 1 .. MW_SITE_MAX-1 (live.h packs 20 bits) */
-/* Not a site: the live table's markers of watched Ruby code buffers
- * (mw_site_remember_pos); heap.h reserves the id after it. */
+/* Reserved ids, never a real site, so never in a site dump: */
+/* the live table's markers of watched Ruby code buffers
+ * (mw_site_remember_pos) */
 #define MW_SITE_CODE (MW_SITE_MAX - 2)
+/* Ruby heap page bodies (heap.h), kept in the live table */
+#define MW_SITE_HEAP_PAGES (MW_SITE_MAX - 1)
 
 struct mw_site {
 	struct cds_lfht_node node;

@@ -1,12 +1,13 @@
 /* track.c - see track.h */
 #define _GNU_SOURCE
 #include "track.h"
-#include "heap.h"
+#include "live.h"
 #include "real.h"
 #include "ruby.h"
 #include "sample.h"
 #include "sites.h"
 
+#include <errno.h>
 #include <time.h>
 
 __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
@@ -38,7 +39,8 @@ uint64_t mw_track_now(void)
 	       MW_NS_SHIFT;
 }
 
-void mw_track_account_free(const struct mw_live_entry *e)
+/* Counts the free of a block taken out of the live table. */
+static void account_free(const struct mw_live_entry *e)
 {
 	struct mw_site *s;
 	uint64_t now, birth, age;
@@ -136,7 +138,7 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 	/* A pointer already present was freed behind our back (through a
 	 * pointer to free captured before attach): count that free now. */
 	if (mw_live_insert(&e, &stale) == 1)
-		mw_track_account_free(&stale);	/* also unmarks: net zero */
+		account_free(&stale);	/* also unmarks: net zero */
 }
 
 uint64_t mw_track_usable_size(void *p)
@@ -151,7 +153,68 @@ void mw_track_free(void *p)
 	/* an unknown block, most often one live before the attach, is
 	 * counted there with its size: the window's net change needs it */
 	if (mw_live_remove((uintptr_t)p, &e))
-		mw_track_account_free(&e);
+		account_free(&e);
+}
+
+void *mw_track_realloc(void *p, size_t n, size_t m, int array,
+		       uintptr_t caller)
+{
+	struct mw_live_entry old, stale;
+	size_t size = n * m;
+	int maybe, had, saved;
+	uint64_t unknown_bytes = 0;
+	void *q;
+
+	mw_tls.guard++;
+	maybe = mw_sample_maybe((uintptr_t)p);
+	had = maybe && mw_live_take((uintptr_t)p, &old);
+	/* a block from before tracking: its size, while it still exists */
+	if (maybe && !had)
+		unknown_bytes = mw_track_usable_size(p);
+	q = array ? mw_real.reallocarray(p, n, m) : mw_real.realloc(p, n);
+	saved = errno;
+	if (!q && size != 0) {
+		if (had)
+			mw_live_insert(&old, &stale);
+	} else {
+		if (had)
+			account_free(&old);
+		else if (maybe)
+			mw_live_add_unknown((uintptr_t)p, unknown_bytes);
+		if (q && mw_sample_take(size))
+			mw_track_alloc(q, size, caller);
+	}
+	mw_tls.guard--;
+	errno = saved;
+	return q;
+}
+
+/* Heap pages are aged in GC generations whatever mw_age_unit says. */
+static uint64_t generation(void)
+{
+	return __atomic_load_n(&mw_ruby_generation, __ATOMIC_RELAXED);
+}
+
+void mw_track_page_map(uintptr_t body, size_t size)
+{
+	struct mw_live_entry e, stale;
+
+	mw_live_make(&e, body, MW_SITE_HEAP_PAGES, size, generation());
+	mw_live_insert(&e, &stale);
+}
+
+int mw_track_page_unmap(uintptr_t addr, int64_t *life)
+{
+	struct mw_live_entry e, stale;
+
+	if (!mw_live_take(addr, &e))
+		return 0;
+	if (mw_live_site(&e) != MW_SITE_HEAP_PAGES) {
+		mw_live_insert(&e, &stale);	/* not ours */
+		return 0;
+	}
+	*life = (int64_t)((generation() - mw_live_birth(&e)) & MW_BIRTH_MASK);
+	return 1;
 }
 
 void mw_track_reset(void)

@@ -1,5 +1,5 @@
 /* track.h - what the hooks record: allocations and frees into the site
- * table and the live table, and the per-thread guards.
+ * table and the live table.  The only writer of the live table (live.h).
  */
 #ifndef MW_TRACK_H
 #define MW_TRACK_H
@@ -7,30 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "live.h"
-
-/* Per-thread state.  Initial-exec TLS, kept tiny: a library dlopen'ed
- * late gets its static TLS from a surplus of a few hundred bytes. */
-struct mw_tls {
-	int guard;	/* >0: inside our code; hooks pass straight through */
-	int quiet;	/* >0: Mwrap.quiet; allocations are not recorded */
-	int64_t sample_left;	/* bytes until the next sample (sample.h) */
-	uint64_t rng;		/* sampling random state */
-	unsigned stripe;	/* counts.h: 1 + this thread's stripe, 0 unset */
-};
-extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
-
-/* Hooks record while this is 1.  Written by enable/disable only. */
-extern int mw_enabled;
+#include "tls.h"
 
 enum mw_age_unit { MW_AGE_NS = 0, MW_AGE_GC = 1 };
 extern enum mw_age_unit mw_age_unit;
 
-static inline int mw_tracking(void)
-{
-	return __atomic_load_n(&mw_enabled, __ATOMIC_RELAXED) &&
-	       !mw_tls.guard;
-}
 
 /* Records a new block (a sampled one stands for its weight's worth of
  * allocations).  Context: hook, guard raised. */
@@ -43,8 +24,24 @@ void mw_track_free(void *p);
 /* The allocator's usable size of live block @p (0 when it has no
  * malloc_usable_size).  Context: hook; never allocates. */
 uint64_t mw_track_usable_size(void *p);
-/* Counts the free of a block taken out of the live table. */
-void mw_track_account_free(const struct mw_live_entry *e);
+/* realloc(@p, @n) (@array 0) or reallocarray(@p, @n, @m) (@array 1)
+ * through the real function, recording the old block's free and the new
+ * one's allocation.  The old entry is taken out of the live table before
+ * the real call (which may free it, and another thread may then get the
+ * same address) and put back if the call fails.  Returns what the real
+ * call returned, with its errno.  Context: hook, guard not raised, @p
+ * not NULL and not a bootstrap block, tracking on. */
+void *mw_track_realloc(void *p, size_t n, size_t m, int array,
+		       uintptr_t caller);
+
+/* Records a Ruby heap page body at @body, @size bytes, born now (GC
+ * generation).  Context: hook, guard raised. */
+void mw_track_page_map(uintptr_t body, size_t size);
+/* If @addr is a recorded heap page body, forgets it and returns 1 with
+ * its lifespan in GC generations in *@life; else returns 0 and leaves
+ * the live table as it was.  Context: hook, guard raised, before the
+ * real munmap. */
+int mw_track_page_unmap(uintptr_t addr, int64_t *life);
 
 /* Current age clock: GC generation under Ruby, else monotonic ns. */
 uint64_t mw_track_now(void);
