@@ -14,6 +14,7 @@
 #include "fmt.h"
 #include "fork.h"
 #include "got.h"
+#include "hooklist.h"
 #include "heap.h"
 #include "inject_abi.h"
 #include "live.h"
@@ -72,8 +73,6 @@ static uint64_t last_stats_ns, last_stats_allocs;
 static int atfork_registered;
 static pid_t pid_at_attach;
 
-static void *(*real_dlopen)(const char *, int);
-static int (*real_dlclose)(void *);
 
 /* --- answers ----------------------------------------------------------- */
 
@@ -493,9 +492,7 @@ static void *helper_main(void *arg)
 		goto fail;
 	}
 	mw_ruby_init();
-	*(void **)&real_dlopen = dlsym(RTLD_NEXT, "dlopen");
-	*(void **)&real_dlclose = dlsym(RTLD_NEXT, "dlclose");
-	if (!real_dlopen || !real_dlclose) {
+	if (!mw_real.dlopen || !mw_real.dlclose) {
 		answer("error: ", "cannot find the real dlopen/dlclose");
 		goto fail;
 	}
@@ -628,7 +625,7 @@ EXPORT int mw_detach(void)
  * them would interpose dlopen for the whole process in preload mode). */
 void *mw_hook_dlopen(const char *file, int mode)
 {
-	void *h = real_dlopen(file, mode);
+	void *h = mw_real.dlopen(file, mode);
 
 	if (h && mw_tracking()) {
 		mw_tls.guard++;
@@ -640,7 +637,7 @@ void *mw_hook_dlopen(const char *file, int mode)
 
 int mw_hook_dlclose(void *handle)
 {
-	int ret = real_dlclose(handle);
+	int ret = mw_real.dlclose(handle);
 
 	if (mw_tracking()) {
 		mw_tls.guard++;

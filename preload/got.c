@@ -1,8 +1,8 @@
 /* got.c - see got.h */
 #define _GNU_SOURCE
 #include "got.h"
+#include "hooklist.h"
 #include "real.h"
-#include "heap.h"
 #include "spin.h"
 #include "track.h"
 
@@ -36,24 +36,14 @@ static const struct {
 	unsigned kind;		/* MW_GOT_* */
 	void *const *real;
 } hooks[] = {
-#define ALLOC(fn) { #fn, (void *)mw_hook_##fn, MW_GOT_ALLOC, \
-		    (void *const *)&mw_real.fn }
-	ALLOC(malloc),
-	ALLOC(calloc),
-	ALLOC(realloc),
-	ALLOC(reallocarray),
-	ALLOC(free),
-	ALLOC(posix_memalign),
-	ALLOC(aligned_alloc),
-	ALLOC(memalign),
-	ALLOC(valloc),
-	ALLOC(pvalloc),
-#undef ALLOC
-	{ "dlopen", (void *)mw_hook_dlopen, MW_GOT_ALLOC, NULL },
-	{ "dlclose", (void *)mw_hook_dlclose, MW_GOT_ALLOC, NULL },
+#define ENTRY(fn, ret, params, kind) ENTRY_##kind(fn)
+#define ENTRY_MW_HOOK_ALLOC(fn) { #fn, (void *)mw_hook_##fn, MW_GOT_ALLOC, \
+				  (void *const *)&mw_real.fn },
+#define ENTRY_MW_HOOK_DL(fn) { #fn, (void *)mw_hook_##fn, MW_GOT_ALLOC, NULL },
 	/* Ruby's heap pages: libruby's own calls only */
-	{ "mmap", (void *)mw_hook_mmap, MW_GOT_HEAP, NULL },
-	{ "munmap", (void *)mw_hook_munmap, MW_GOT_HEAP, NULL },
+#define ENTRY_MW_HOOK_HEAP(fn) { #fn, (void *)mw_hook_##fn, MW_GOT_HEAP, NULL },
+	MW_HOOKS(ENTRY)
+#undef ENTRY
 };
 
 /* What mw_got_patch_all patches (MW_GOT_*); set by mw_got_set_kinds. */

@@ -1,7 +1,10 @@
-/* heap.c - see heap.h */
+/* heap.c - see heap.h.  The GOT patcher points libruby's mmap/munmap
+ * slots at mw_hook_mmap/munmap (hooklist.h). */
 #define _GNU_SOURCE
 #include "heap.h"
+#include "hooklist.h"
 #include "live.h"
+#include "real.h"
 #include "ruby.h"
 #include "sites.h"
 #include "spin.h"
@@ -12,8 +15,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
-static int (*real_munmap)(void *, size_t);
 static uint64_t page_size;	/* 0: not tracking heap pages */
 
 /* Lifespan statistics (Welford), protected by stat_lock. */
@@ -28,10 +29,8 @@ int mw_heap_init(void)
 
 	if (page_size)
 		return 1;
-	*(void **)&real_mmap = dlsym(RTLD_NEXT, "mmap");
-	*(void **)&real_munmap = dlsym(RTLD_NEXT, "munmap");
 	api = dlsym(RTLD_DEFAULT, "ruby_api_version");
-	if (!real_mmap || !real_munmap || !api || !mw_ruby_present)
+	if (!mw_real.mmap || !mw_real.munmap || !api || !mw_ruby_present)
 		return 0;
 	/* HEAP_PAGE_SIZE: 16 KiB up to Ruby 3.1, 64 KiB from 3.2 */
 	page_size = (api[0] > 3 || (api[0] == 3 && api[1] >= 2)) ? 65536 : 16384;
@@ -54,7 +53,7 @@ static double root(double x)
 void *mw_hook_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		   off_t off)
 {
-	void *p = real_mmap(addr, len, prot, flags, fd, off);
+	void *p = mw_real.mmap(addr, len, prot, flags, fd, off);
 	uintptr_t body;
 
 	if (p == MAP_FAILED || !page_size || len != 2 * page_size || addr ||
@@ -96,7 +95,7 @@ int mw_hook_munmap(void *addr, size_t len)
 		}
 		mw_tls.guard--;
 	}
-	return real_munmap(addr, len);
+	return mw_real.munmap(addr, len);
 }
 
 static void count_page(const struct mw_live_entry *e, void *arg)

@@ -18,11 +18,6 @@
  * pages can be tracked.  Context: not a hook. */
 int mw_heap_init(void);
 
-/* The GOT patcher points libruby's mmap/munmap slots here. */
-void *mw_hook_mmap(void *addr, size_t len, int prot, int flags, int fd,
-		   off_t off);
-int mw_hook_munmap(void *addr, size_t len);
-
 struct mw_heap_stat {
 	uint64_t page_size;
 	uint64_t live_pages, allocated_pages, freed_pages;

@@ -6,6 +6,7 @@
  * raised, keeping errno as the real function left it.
  */
 #define _GNU_SOURCE
+#include "hooklist.h"
 #include "real.h"
 #include "sample.h"
 #include "track.h"
@@ -191,16 +192,10 @@ ALIGNED_HOOK(pvalloc(size_t size), pvalloc(size), 4096)
  * "malloc" binds through the GOT to whichever malloc the global scope
  * finds first (libc's, when we were dlopen'ed): the GOT patcher and the
  * preload check must use these hidden aliases instead. */
-#define HOOK_ALIAS(name) \
+#define HOOK_ALIAS(name, ret, params, kind) HOOK_ALIAS_##kind(name)
+#define HOOK_ALIAS_MW_HOOK_ALLOC(name) \
 	extern __typeof(name) mw_hook_##name \
-		__attribute__((alias(#name), visibility("hidden")))
-HOOK_ALIAS(malloc);
-HOOK_ALIAS(calloc);
-HOOK_ALIAS(realloc);
-HOOK_ALIAS(reallocarray);
-HOOK_ALIAS(free);
-HOOK_ALIAS(posix_memalign);
-HOOK_ALIAS(aligned_alloc);
-HOOK_ALIAS(memalign);
-HOOK_ALIAS(valloc);
-HOOK_ALIAS(pvalloc);
+		__attribute__((alias(#name), visibility("hidden")));
+#define HOOK_ALIAS_MW_HOOK_DL(name)	/* defined in attach.c */
+#define HOOK_ALIAS_MW_HOOK_HEAP(name)	/* defined in heap.c */
+MW_HOOKS(HOOK_ALIAS)

@@ -3,6 +3,9 @@
 #include "real.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -92,30 +95,35 @@ static int in_libc(void *fn)
 	return strncmp(base, "libc.so", 7) == 0;
 }
 
-/* Fills @f from @handle (RTLD_NEXT or RTLD_DEFAULT); 1 if all found. */
+/* Each hook has its C library function's type. */
+#define CHECK_TYPE(name, ret, params, kind)				\
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&name),	\
+						    __typeof__(&mw_hook_##name)), \
+		       #name ": hooklist.h's type differs from the C library's");
+MW_HOOKS(CHECK_TYPE)
+#undef CHECK_TYPE
+
+/* Fills @f: the malloc family from @handle (RTLD_NEXT or RTLD_DEFAULT),
+ * the others from RTLD_NEXT (what follows us).  1 if the malloc family
+ * was all found. */
 static int resolve_into(struct mw_real_fns *f, void *handle)
 {
-#define RESOLVE(name) (*(void **)&f->name = dlsym(handle, #name))
-	RESOLVE(malloc);
-	RESOLVE(calloc);
-	RESOLVE(realloc);
-	RESOLVE(reallocarray);
-	RESOLVE(free);
-	RESOLVE(posix_memalign);
-	RESOLVE(aligned_alloc);
-	RESOLVE(memalign);
-	RESOLVE(valloc);
-	RESOLVE(pvalloc);
-	RESOLVE(malloc_usable_size);
+	int found = 1;
+
+#define RESOLVE(name, ret, params, kind)				\
+	*(void **)&f->name = dlsym(kind == MW_HOOK_ALLOC ? handle : RTLD_NEXT, \
+				   #name);				\
+	if (kind == MW_HOOK_ALLOC && !f->name)				\
+		found = 0;
+	MW_HOOKS(RESOLVE)
 #undef RESOLVE
+	*(void **)&f->malloc_usable_size = dlsym(handle, "malloc_usable_size");
 	if (!same_object(*(void **)&f->malloc,
 			 *(void **)&f->malloc_usable_size))
 		f->malloc_usable_size = NULL;
 	else if (in_libc(*(void **)&f->malloc_usable_size))
 		f->malloc_usable_size = glibc_usable_size;
-	return f->malloc && f->calloc && f->realloc && f->reallocarray &&
-	       f->free && f->posix_memalign && f->aligned_alloc &&
-	       f->memalign && f->valloc && f->pvalloc;
+	return found;
 }
 
 int mw_real_resolve(void)

@@ -10,17 +10,15 @@
 
 #include <stddef.h>
 
+#include "hooklist.h"
+
+/* The functions our hooks forward to, one per entry of hooklist.h:
+ * the malloc family (required), dlopen/dlclose and mmap/munmap (NULL if
+ * not found; their users check). */
 struct mw_real_fns {
-	void *(*malloc)(size_t);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
-	void (*free)(void *);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
+#define MW_REAL_FIELD(name, ret, params, kind) ret (*name) params;
+	MW_HOOKS(MW_REAL_FIELD)
+#undef MW_REAL_FIELD
 	/* optional: NULL unless malloc's own object defines it (another
 	 * object's would misread the allocator's blocks); for glibc, a
 	 * reading of the chunk header that skips its in-use check, so only
@@ -39,13 +37,13 @@ static inline int mw_real_ready(void)
 	return __atomic_load_n(&mw_real_resolved, __ATOMIC_ACQUIRE) > 0;
 }
 
-/* Resolves every function with dlsym(RTLD_NEXT).  Returns 0 when all are
- * known, -EAGAIN when called re-entrantly from inside dlsym (the caller
+/* Resolves every function with dlsym(RTLD_NEXT).  Returns 0 when the
+ * malloc family is known, -EAGAIN when called re-entrantly from inside dlsym (the caller
  * must then use the bootstrap arena), -ENOENT if libc lacks one.
  * Context: any thread; idempotent. */
 int mw_real_resolve(void);
 
-/* Attach mode: replaces every function with the global scope's first
+/* Attach mode: replaces the malloc family with the global scope's first
  * definition (dlsym(RTLD_DEFAULT)), what the process's own calls reach.
  * Returns 0, or -ENOENT with mw_real left unchanged and marked not
  * ready (mw_attach then refuses).  Only valid while

@@ -59,18 +59,4 @@ extern uint64_t mw_track_since_ns;
 
 uint64_t mw_monotonic_ns(void);
 
-/* Hidden aliases of the exported hooks (hooks.c): our own addresses. */
-void *mw_hook_malloc(size_t);
-void *mw_hook_calloc(size_t, size_t);
-void *mw_hook_realloc(void *, size_t);
-void *mw_hook_reallocarray(void *, size_t, size_t);
-void mw_hook_free(void *);
-int mw_hook_posix_memalign(void **, size_t, size_t);
-void *mw_hook_aligned_alloc(size_t, size_t);
-void *mw_hook_memalign(size_t, size_t);
-void *mw_hook_valloc(size_t);
-void *mw_hook_pvalloc(size_t);
-void *mw_hook_dlopen(const char *file, int mode);
-int mw_hook_dlclose(void *handle);
-
 #endif
