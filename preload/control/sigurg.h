@@ -1,0 +1,19 @@
+/* sigurg.h - SIGURG as a dump trigger.
+ *
+ * The handler only writes to an eventfd (async-signal-safe); the helper
+ * thread does the dump.  The previous disposition is kept and chained
+ * to.  If the application installs its own handler later (Ruby's
+ * trap("URG")), mw_urg_check() puts ours back in front and chains to
+ * theirs.
+ */
+#ifndef MW_SIGURG_H
+#define MW_SIGURG_H
+
+/* Installs our handler, which writes 1 to @efd.  Returns 0 or -errno. */
+int mw_urg_install(int efd);
+/* Re-installs ours if someone replaced it.  Context: helper thread. */
+void mw_urg_check(void);
+/* Puts back the disposition we replaced, unless someone replaced ours. */
+void mw_urg_restore(void);
+
+#endif
