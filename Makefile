@@ -32,7 +32,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/libsclog.so
 
 .PHONY: all build deps test test-c test-py test-safety fuzz demo bench clean install help \
-	check-hooks test-debian13 test-ruby34 test-container
+	check-hooks check-layers test-debian13 test-ruby34 test-container
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -130,8 +130,13 @@ build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 check-hooks: preload/libmwrap.so
 	@scripts/check-imports preload/libmwrap.so
 
+# preload/'s includes only go down its layers, with no cycle; core/ and
+# hook/ objects import only what their allowlists name.
+check-layers: preload/libmwrap.so
+	@scripts/check-layers
+
 test: all
-	@$(MAKE) --no-print-directory test-c check-hooks test-py
+	@$(MAKE) --no-print-directory test-c check-hooks check-layers test-py
 
 test-c: $(C_TESTS)
 	@for t in $(C_TESTS); do echo "== $$t"; $$t || exit 1; done

@@ -1,7 +1,6 @@
 /* sigurg.c - see sigurg.h */
 #define _GNU_SOURCE
 #include "control/sigurg.h"
-#include "report/objects.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -10,6 +9,10 @@
 #include <unistd.h>
 
 static int urg_efd = -1;
+/* Our own marked signals (mw_urg_on_queued): set before the handler is
+ * installed, read by the handler. */
+static int queued_marker;
+static void (*queued_fn)(void);
 /* What SIGURG did before us (or what the application installed since);
  * written by the helper only while our handler is not installed. */
 static struct sigaction chained;
@@ -19,12 +22,13 @@ static void on_urg_sigsafe(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 	uint64_t one = 1;
 	int efd = __atomic_load_n(&urg_efd, __ATOMIC_RELAXED);
+	void (*fn)(void) = __atomic_load_n(&queued_fn, __ATOMIC_ACQUIRE);
 
-	/* our own request for the Ruby object view: neither a dump nor
-	 * the application's business */
-	if (si && si->si_code == SI_QUEUE && si->si_pid == getpid() &&
-	    si->si_value.sival_int == MW_OBJECTS_SIGVAL) {
-		mw_objects_on_signal_sigsafe();
+	/* a signal we queued ourselves (the Ruby object view's request):
+	 * neither a dump nor the application's business */
+	if (fn && si && si->si_code == SI_QUEUE && si->si_pid == getpid() &&
+	    si->si_value.sival_int == queued_marker) {
+		fn();
 		errno = saved;
 		return;
 	}
@@ -63,6 +67,12 @@ static int install(void)
 	if (sigaction(SIGURG, &sa, NULL))
 		return -errno;
 	return 0;
+}
+
+void mw_urg_on_queued(int marker, void (*fn)(void))
+{
+	queued_marker = marker;
+	__atomic_store_n(&queued_fn, fn, __ATOMIC_RELEASE);
 }
 
 int mw_urg_install(int efd)

@@ -9,6 +9,12 @@
 #ifndef MW_SIGURG_H
 #define MW_SIGURG_H
 
+/* Has the handler call @fn, instead of waking the helper, for a SIGURG
+ * this process queued to itself (sigqueue, SI_QUEUE) with @marker in
+ * si_value.  One marker at a time.  @fn must be async-signal-safe.
+ * Context: before mw_urg_install, on the thread that installs. */
+void mw_urg_on_queued(int marker, void (*fn)(void));
+
 /* Installs our handler, which writes 1 to @efd.  Returns 0 or -errno. */
 int mw_urg_install(int efd);
 /* Re-installs ours if someone replaced it.  Context: helper thread. */

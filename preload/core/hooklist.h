@@ -39,7 +39,7 @@ enum mw_hook_kind { MW_HOOK_ALLOC, MW_HOOK_DL, MW_HOOK_HEAP };
 	X(munmap, int, (void *, size_t), MW_HOOK_HEAP)
 
 /* Our hooks' own addresses: hidden names of the exported malloc family
- * (aliases, hook/malloc.c) and the hidden dlopen/dlclose (attach.c) and
+ * (aliases, hook/malloc.c) and the hidden dlopen/dlclose (hook/dl.c) and
  * mmap/munmap (hook/rbheap.c) hooks.  Context: they are the hooks. */
 #define MW_HOOK_PROTO(name, ret, params, kind) ret mw_hook_##name params;
 MW_HOOKS(MW_HOOK_PROTO)

@@ -13,6 +13,21 @@ enum mw_age_unit { MW_AGE_NS = 0, MW_AGE_GC = 1 };
 extern enum mw_age_unit mw_age_unit;
 
 
+/* Raises / lowers the calling thread's quiet depth (Mwrap.quiet): while
+ * it is > 0 the thread's allocations are not recorded (frees still
+ * are).  Both return the new depth.  Context: any; async-signal-safe. */
+static inline int mw_track_quiet_enter(void)
+{
+	return ++mw_tls.quiet;
+}
+
+static inline int mw_track_quiet_leave(void)
+{
+	if (mw_tls.quiet > 0)
+		mw_tls.quiet--;
+	return mw_tls.quiet;
+}
+
 /* Records a new block (a sampled one stands for its weight's worth of
  * allocations).  Context: hook, guard raised. */
 void mw_track_alloc(void *p, size_t size, uintptr_t caller);

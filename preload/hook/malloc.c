@@ -196,6 +196,6 @@ ALIGNED_HOOK(pvalloc(size_t size), pvalloc(size), 4096)
 #define HOOK_ALIAS_MW_HOOK_ALLOC(name) \
 	extern __typeof(name) mw_hook_##name \
 		__attribute__((alias(#name), visibility("hidden")));
-#define HOOK_ALIAS_MW_HOOK_DL(name)	/* defined in attach.c */
+#define HOOK_ALIAS_MW_HOOK_DL(name)	/* defined in dl.c */
 #define HOOK_ALIAS_MW_HOOK_HEAP(name)	/* defined in rbheap.c */
 MW_HOOKS(HOOK_ALIAS)

@@ -2,11 +2,14 @@
 #define _GNU_SOURCE
 #include "report/dump.h"
 #include "report/allocator.h"
+#include "report/stats.h"
+#include "report/symbolize.h"
 #include "base/fmt.h"
 #include "core/live.h"
 #include "mwrap.h"
 #include "core/sample.h"
 #include "core/track.h"
+#include "hook/rbheap.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -17,86 +20,6 @@
 #include <unistd.h>
 
 #define VERSION "0.1"
-
-/* A bounded string builder over a caller's buffer. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-};
-
-static void sb_mem(struct sbuf *b, const char *s, size_t n)
-{
-	while (n-- && b->len + 1 < b->cap)
-		b->p[b->len++] = *s++;
-	b->p[b->len] = '\0';
-}
-
-static void sb_str(struct sbuf *b, const char *s)
-{
-	sb_mem(b, s, strlen(s));
-}
-
-static void sb_hex(struct sbuf *b, uint64_t v)
-{
-	static const char digits[] = "0123456789abcdef";
-	char tmp[16];
-	int n = 0;
-
-	do {
-		tmp[n++] = digits[v & 15];
-		v >>= 4;
-	} while (v);
-	sb_str(b, "0x");
-	while (n--)
-		sb_mem(b, &tmp[n], 1);
-}
-
-/* The main program's link map has an empty name. */
-static const char *exe_path(void)
-{
-	static char path[512];
-
-	if (!path[0]) {
-		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-
-		if (n <= 0)
-			memcpy(path, "?", 2);
-		else
-			path[n] = '\0';
-	}
-	return path;
-}
-
-size_t mw_site_name(const struct mw_site *s, char *buf, size_t len)
-{
-	struct sbuf b = { buf, 0, len };
-	Dl_info info;
-
-	if (!len)
-		return 0;
-	buf[0] = '\0';
-	if (s->key) {
-		sb_str(&b, s->key);
-		return b.len;
-	}
-	if (dladdr((void *)s->addr, &info) && info.dli_fname) {
-		sb_str(&b, info.dli_fname[0] ? info.dli_fname : exe_path());
-		sb_str(&b, "(");
-		if (info.dli_sname && info.dli_saddr) {
-			sb_str(&b, info.dli_sname);
-			sb_str(&b, "+");
-			sb_hex(&b, s->addr - (uintptr_t)info.dli_saddr);
-		} else {
-			sb_str(&b, "+");
-			sb_hex(&b, s->addr - (uintptr_t)info.dli_fbase);
-		}
-		sb_str(&b, ")");
-	}
-	sb_str(&b, "[");
-	sb_hex(&b, s->addr);
-	sb_str(&b, "]");
-	return b.len;
-}
 
 uint64_t mw_rss_bytes(void)
 {
@@ -139,7 +62,7 @@ static void header_text(struct mw_out *o)
 	struct mw_stats st;
 	const char *a;
 
-	mw_stats(&st);
+	mw_stats_collect(&st);
 
 	mw_out_str(o, "# mwrap-attach " VERSION " pid=");
 	mw_out_u64(o, (uint64_t)getpid(), 0);
@@ -187,7 +110,7 @@ static void header_json(struct mw_out *o)
 {
 	struct mw_stats st;
 
-	mw_stats(&st);
+	mw_stats_collect(&st);
 	mw_out_str(o, "{\"type\":\"header\",\"version\":\"" VERSION "\",");
 	mw_dump_memory_fields(o, st.live_bytes);
 	mw_out_json_u64(o, "seconds", st.seconds);
@@ -389,4 +312,66 @@ int mw_dump(int fd, uint64_t min, enum mw_format format)
 	struct mw_dump_req req = { min, format, 0, NULL, NULL, NULL };
 
 	return mw_dump_req(fd, &req);
+}
+
+/* --- Ruby heap pages (dump_heap:MASK) ---------------------------------- */
+
+static void page_line(const struct mw_live_entry *e, void *arg)
+{
+	struct mw_out *o = arg;
+
+	mw_out_hex(o, mw_live_ptr(e));
+	mw_out_chr(o, '\t');
+	mw_out_u64(o, mw_live_birth(e), 0);
+	mw_out_chr(o, '\n');
+}
+
+static void out_i64(struct mw_out *o, const char *name, int64_t v)
+{
+	mw_out_str(o, name);
+	mw_out_i64(o, v);
+	mw_out_chr(o, '\n');
+}
+
+static void out_f(struct mw_out *o, const char *name, double v)
+{
+	mw_out_str(o, name);
+	mw_out_fixed3(o, v);
+	mw_out_chr(o, '\n');
+}
+
+void mw_dump_heap_pages(int fd, unsigned mask)
+{
+	struct mw_heap_stat st;
+	struct mw_out o;
+
+	mw_heap_stat(&st);
+	mw_out_init(&o, fd);
+	if (!st.page_size)
+		mw_out_str(&o, "# no heap pages tracked (not a Ruby process)\n");
+	if (mask & 1) {
+		out_i64(&o, "heap_page_size: ", (int64_t)st.page_size);
+		out_i64(&o, "heap_pages: ", (int64_t)st.live_pages);
+		out_i64(&o, "heap_pages_allocated: ",
+			(int64_t)st.allocated_pages);
+		out_i64(&o, "heap_pages_freed: ", (int64_t)st.freed_pages);
+		out_i64(&o, "lifespan_max: ", st.lifespan_max);
+		out_i64(&o, "lifespan_min: ", st.lifespan_min);
+		out_f(&o, "lifespan_mean: ", st.lifespan_mean);
+		out_f(&o, "lifespan_stddev: ", st.lifespan_stddev);
+		/* mwrap parked freed pages to measure reuse; we never
+		 * change the allocator, so these stay empty */
+		mw_out_str(&o, "deathspan_max: -1\ndeathspan_min: -1\n"
+			       "deathspan_mean: Infinity\n"
+			       "deathspan_stddev: 0.000\nresurrects: 0\n");
+		out_i64(&o, "gc_count: ", (int64_t)mw_ruby_generation);
+	}
+	mw_out_flush(&o);
+	if (mask & 2) {
+		mw_out_init(&o, fd);
+		mw_track_quiet_enter();
+		mw_live_each(MW_SITE_HEAP_PAGES, page_line, &o);
+		mw_track_quiet_leave();
+		mw_out_flush(&o);
+	}
 }

@@ -15,12 +15,6 @@
 #include "report/scan.h"
 #include "core/sites.h"
 
-/* Writes the location of @s into @buf: "path:line" for Ruby sites, else
- * "binary(symbol+0xOFF)[0xADDR]" or "binary(+0xOFF)[0xADDR]" resolved
- * now with dladdr.  Returns the length (truncated to @len - 1).
- * Context: not a hook (dladdr takes the loader lock). */
-size_t mw_site_name(const struct mw_site *s, char *buf, size_t len);
-
 /* Writes every site with total > @min in @format: mwrap's three columns
  * ("%16zu %12zu %s", unsorted) after one "# " header line, or JSON Lines
  * (a header object, then one object per site).
@@ -48,6 +42,11 @@ int mw_dump_req(int fd, const struct mw_dump_req *req);
  * "malloc_free_bytes" (no braces).  Context: not a hook (mallinfo2 takes
  * the arena locks). */
 void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live);
+
+/* Ruby heap pages in mwrap's dump_heap text: @mask 1, their statistics
+ * ("heap_pages: N" lines); 2, one "ADDR\tGENERATION" line per live page.
+ * Context: not a hook; never allocates. */
+void mw_dump_heap_pages(int fd, unsigned mask);
 
 /* Reads this process's resident set size in bytes (0 if unknown). */
 uint64_t mw_rss_bytes(void);

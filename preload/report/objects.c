@@ -1,16 +1,16 @@
 /* objects.c - see objects.h
  *
- * Ruby is reached through dlsym, as in core/rbpos.c: the library also loads
- * into processes without Ruby, so it cannot link against libruby.  The
- * few object-layout facts used (VALUE tagging, the type bits of
- * RBasic.flags, imemo types) are those of CRuby 3.x on 64-bit Linux.
+ * Ruby is reached through rbcall.h (dlsym, rb_protect).
  */
 #define _GNU_SOURCE
 #include "report/objects.h"
+#include "report/rbcall.h"
 #include "report/dump.h"
+#include "report/stats.h"
 #include "base/fmt.h"
 #include "mwrap.h"
 #include "core/rbpos.h"
+#include "core/track.h"
 #include "base/safefile.h"
 
 #include <dlfcn.h>
@@ -23,55 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef uintptr_t VALUE;
-typedef uintptr_t ID;
-
-#define QNIL ((VALUE)0x08)		/* with flonums, as on x86_64 */
-#define STATIC_SYM_FLAG 0x0c
-#define T_MASK 0x1f
-#define T_SYMBOL 0x14
-#define T_IMEMO 0x1a
-#define IMEMO_SHIFT 12			/* FL_USHIFT */
-#define IMEMO_MASK 0x0f
-#define IMEMO_ISEQ 7
-
 #define RUNNING_MAX_MS 600000
 
-static struct {
-	int (*register_one)(unsigned int flags, void (*fn)(void *), void *d);
-	/* Ruby 3.3+: a job registered once, then triggered from any thread
-	 * (a Ruby thread's trigger flags its own EC) */
-	unsigned int (*preregister)(unsigned int flags, void (*fn)(void *),
-				    void *d);
-	void (*trigger)(unsigned int handle);
-	VALUE (*protect)(VALUE (*fn)(VALUE), VALUE arg, int *state);
-	VALUE (*funcallv)(VALUE recv, ID mid, int argc, const VALUE *argv);
-	VALUE (*funcallv_kw)(VALUE recv, ID mid, int argc, const VALUE *argv,
-			     int kw_splat);
-	ID (*intern)(const char *name);
-	VALUE (*const_get)(VALUE mod, ID id);
-	VALUE *cObject;
-	VALUE *mGC;
-	void (*hash_foreach)(VALUE hash, int (*fn)(VALUE, VALUE, VALUE),
-			     VALUE arg);
-	ID (*sym2id)(VALUE sym);
-	const char *(*id2name)(ID id);
-	VALUE (*require)(const char *feature);
-	void (*set_errinfo)(VALUE err);
-	void (*each_objects)(int (*fn)(void *, void *, size_t, void *),
-			     void *data);
-	size_t (*memsize_of)(VALUE obj);
-	VALUE (*io_fdopen)(int fd, int flags, const char *path);
-	VALUE (*hash_new)(void);
-	VALUE (*hash_aset)(VALUE hash, VALUE key, VALUE val);
-	VALUE (*id2sym)(ID id);
-	VALUE (*errinfo)(void);
-	VALUE (*thread_create)(VALUE (*fn)(void *), void *arg);
-	int (*native_thread_p)(void);
-	char *(*string_value_cstr)(volatile VALUE *str);
-} rb;
-
-static int rb_found;
 #define NO_HANDLE 0xffffffffu	/* POSTPONED_JOB_HANDLE_INVALID */
 static unsigned int job_handle = NO_HANDLE;
 
@@ -90,78 +43,18 @@ static unsigned nflagged;
 static int job_result;
 static char req_path[PATH_MAX], req_heap_path[PATH_MAX];
 
-static int find_ruby(void)
-{
-#define SYM(field, name) \
-	(*(void **)&rb.field = dlsym(RTLD_DEFAULT, name)) != NULL
-	if (rb_found)
-		return 1;
-	if (!mw_ruby_init())
-		return 0;
-	if (SYM(preregister, "rb_postponed_job_preregister") &&
-	    SYM(trigger, "rb_postponed_job_trigger"))
-		rb.register_one = NULL;	/* deprecated from 3.3 */
-	else if (!(SYM(register_one, "rb_postponed_job_register_one")))
-		return 0;
-	rb_found = SYM(protect, "rb_protect") && SYM(funcallv, "rb_funcallv") &&
-		   SYM(funcallv_kw, "rb_funcallv_kw") &&
-		   SYM(intern, "rb_intern") && SYM(const_get, "rb_const_get") &&
-		   SYM(cObject, "rb_cObject") && SYM(mGC, "rb_mGC") &&
-		   SYM(hash_foreach, "rb_hash_foreach") &&
-		   SYM(sym2id, "rb_sym2id") && SYM(id2name, "rb_id2name") &&
-		   SYM(require, "rb_require") &&
-		   SYM(set_errinfo, "rb_set_errinfo") &&
-		   SYM(each_objects, "rb_objspace_each_objects") &&
-		   SYM(memsize_of, "rb_obj_memsize_of") &&
-		   SYM(io_fdopen, "rb_io_fdopen") &&
-		   SYM(hash_new, "rb_hash_new") &&
-		   SYM(hash_aset, "rb_hash_aset") && SYM(id2sym, "rb_id2sym") &&
-		   SYM(errinfo, "rb_errinfo") &&
-		   SYM(thread_create, "rb_thread_create") &&
-		   SYM(native_thread_p, "ruby_native_thread_p") &&
-		   SYM(string_value_cstr, "rb_string_value_cstr");
-#undef SYM
-	return rb_found;
-}
-
 /* --- Ruby calls, each under rb_protect ---------------------------------- */
-
-struct call {
-	VALUE recv;
-	const char *method;
-};
-
-static VALUE call0(VALUE arg)
-{
-	const struct call *c = (const struct call *)arg;
-
-	return rb.funcallv(c->recv, rb.intern(c->method), 0, NULL);
-}
-
-/* recv.method, or 0 (never a valid object) if it raised. */
-static VALUE try_call(VALUE recv, const char *method)
-{
-	struct call c = { recv, method };
-	int raised = 0;
-	VALUE v = rb.protect(call0, (VALUE)&c, &raised);
-
-	if (raised) {
-		rb.set_errinfo(QNIL);
-		return 0;
-	}
-	return v;
-}
 
 static VALUE get_objectspace(VALUE unused)
 {
 	(void)unused;
-	return rb.const_get(*rb.cObject, rb.intern("ObjectSpace"));
+	return mw_rb.const_get(*mw_rb.cObject, mw_rb.intern("ObjectSpace"));
 }
 
 static VALUE require_objspace(VALUE unused)
 {
 	(void)unused;
-	return rb.require("objspace");
+	return mw_rb.require("objspace");
 }
 
 struct dump_all {
@@ -173,13 +66,13 @@ struct dump_all {
 static VALUE call_dump_all(VALUE arg)
 {
 	struct dump_all *d = (struct dump_all *)arg;
-	VALUE io = rb.io_fdopen(d->fd, O_WRONLY, d->path);
-	VALUE kw = rb.hash_new();
+	VALUE io = mw_rb.io_fdopen(d->fd, O_WRONLY, d->path);
+	VALUE kw = mw_rb.hash_new();
 
 	d->fd = -1;		/* the IO owns it now */
-	rb.hash_aset(kw, rb.id2sym(rb.intern("output")), io);
-	rb.funcallv_kw(d->objectspace, rb.intern("dump_all"), 1, &kw, 1);
-	return rb.funcallv(io, rb.intern("close"), 0, NULL);
+	mw_rb.hash_aset(kw, mw_rb.id2sym(mw_rb.intern("output")), io);
+	mw_rb.funcallv_kw(d->objectspace, mw_rb.intern("dump_all"), 1, &kw, 1);
+	return mw_rb.funcallv(io, mw_rb.intern("close"), 0, NULL);
 }
 
 /* --- JSON --------------------------------------------------------------- */
@@ -193,7 +86,7 @@ static const char *symbol_name(VALUE key)
 {
 	if ((key & 0xff) == STATIC_SYM_FLAG ||
 	    (key && !(key & 7) && (*(VALUE *)key & T_MASK) == T_SYMBOL))
-		return rb.id2name(rb.sym2id(key));
+		return mw_rb.id2name(mw_rb.sym2id(key));
 	return NULL;
 }
 
@@ -223,7 +116,7 @@ static void hash_json(struct mw_out *o, const char *member, VALUE hash)
 	mw_out_str(o, ",\"");
 	mw_out_str(o, member);
 	mw_out_str(o, "\":{");
-	rb.hash_foreach(hash, pair_json, (VALUE)&p);
+	mw_rb.hash_foreach(hash, pair_json, (VALUE)&p);
 	mw_out_chr(o, '}');
 }
 
@@ -264,14 +157,14 @@ static int take_census(void *start, void *end, size_t stride, void *data)
 
 		if (!flags)
 			continue;	/* a free slot */
-		c->memsize[type] += rb.memsize_of((VALUE)p);
+		c->memsize[type] += mw_rb.memsize_of((VALUE)p);
 		if (type == T_IMEMO) {
 			unsigned k = (unsigned)(flags >> IMEMO_SHIFT) &
 				     IMEMO_MASK;
 
 			c->imemo[k]++;
 			if (k == IMEMO_ISEQ)
-				c->iseq_bytes += rb.memsize_of((VALUE)p);
+				c->iseq_bytes += mw_rb.memsize_of((VALUE)p);
 		}
 	}
 	return 0;
@@ -319,9 +212,9 @@ static void census_json(struct mw_out *o, const struct census *c)
 
 static VALUE inspect_errinfo(VALUE err)
 {
-	volatile VALUE s = rb.funcallv(err, rb.intern("inspect"), 0, NULL);
+	volatile VALUE s = mw_rb.funcallv(err, mw_rb.intern("inspect"), 0, NULL);
 
-	return (VALUE)rb.string_value_cstr(&s);
+	return (VALUE)mw_rb.string_value_cstr(&s);
 }
 
 /* Appends @s to @buf (@cap bytes, NUL-terminated), truncating. */
@@ -339,13 +232,13 @@ static void append(char *buf, size_t cap, const char *s)
 static void add_error(struct mw_out *errs, int *n, const char *what)
 {
 	char text[512] = "";
-	VALUE err = rb.errinfo();
+	VALUE err = mw_rb.errinfo();
 	int raised = 0;
 	VALUE msg = 0;
 
 	if (err && err != QNIL)
-		msg = rb.protect(inspect_errinfo, err, &raised);
-	rb.set_errinfo(QNIL);
+		msg = mw_rb.protect(inspect_errinfo, err, &raised);
+	mw_rb.set_errinfo(QNIL);
 	append(text, sizeof(text), what);
 	if (msg && !raised) {
 		append(text, sizeof(text), ": ");
@@ -366,7 +259,7 @@ static int dump_all_to(VALUE objectspace, const char *path)
 	d.fd = mw_safe_open(path, O_WRONLY | O_TRUNC);
 	if (d.fd < 0)
 		return d.fd;
-	rb.protect(call_dump_all, (VALUE)&d, &raised);
+	mw_rb.protect(call_dump_all, (VALUE)&d, &raised);
 	if (d.fd >= 0)
 		close(d.fd);
 	return raised ? -EIO : 0;
@@ -385,17 +278,17 @@ static int write_view(int fd, void *arg)
 	(void)arg;
 	memset(&census, 0, sizeof(census));
 	mw_out_init(&errs, -1);
-	mw_stats(&st);
+	mw_stats_collect(&st);
 	mw_out_init(&o, fd);
 	mw_out_str(&o, "{\"type\":\"objects\",");
 	mw_dump_memory_fields(&o, st.live_bytes);
-	os = rb.protect(get_objectspace, 0, &raised);
+	os = mw_rb.protect(get_objectspace, 0, &raised);
 	if (raised)
 		add_error(&errs, &nerr, "no ObjectSpace");
 	else
-		hash_json(&o, "count_objects", try_call(os, "count_objects"));
-	hash_json(&o, "gc_stat", try_call(*rb.mGC, "stat"));
-	rb.each_objects(take_census, &census);
+		hash_json(&o, "count_objects", mw_rb_try_call(os, "count_objects"));
+	hash_json(&o, "gc_stat", mw_rb_try_call(*mw_rb.mGC, "stat"));
+	mw_rb.each_objects(take_census, &census);
 	census_json(&o, &census);
 	if (req_heap_path[0]) {
 		mw_out_str(&o, ",\"heap_dump\":");
@@ -415,17 +308,17 @@ static VALUE dump_all_thread(void *unused)
 	int raised = 0;
 
 	(void)unused;
-	mw_quiet_enter();
-	rb.protect(require_objspace, 0, &raised);
+	mw_track_quiet_enter();
+	mw_rb.protect(require_objspace, 0, &raised);
 	if (!raised)
-		os = rb.protect(get_objectspace, 0, &raised);
+		os = mw_rb.protect(get_objectspace, 0, &raised);
 	if (raised) {
-		rb.set_errinfo(QNIL);
+		mw_rb.set_errinfo(QNIL);
 		job_result = -ENOENT;
 	} else {
 		job_result = dump_all_to(os, req_heap_path);
 	}
-	mw_quiet_leave();
+	mw_track_quiet_leave();
 	__atomic_store_n(&state, DONE, __ATOMIC_RELEASE);
 	return QNIL;
 }
@@ -433,7 +326,7 @@ static VALUE dump_all_thread(void *unused)
 static VALUE start_dump_all_thread(VALUE unused)
 {
 	(void)unused;
-	return rb.thread_create(dump_all_thread, NULL);
+	return mw_rb.thread_create(dump_all_thread, NULL);
 }
 
 static void job(void *unused)
@@ -444,20 +337,20 @@ static void job(void *unused)
 	if (!__atomic_compare_exchange_n(&state, &expected, RUNNING, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;		/* the helper gave up on this request */
-	mw_quiet_enter();	/* what we allocate here is not the app's */
+	mw_track_quiet_enter();	/* what we allocate here is not the app's */
 	job_result = mw_safe_replace(req_path, 0, write_view, NULL);
 	if (!job_result && req_heap_path[0]) {
 		int raised = 0;
 
-		rb.protect(start_dump_all_thread, 0, &raised);
+		mw_rb.protect(start_dump_all_thread, 0, &raised);
 		if (!raised) {
-			mw_quiet_leave();
+			mw_track_quiet_leave();
 			return;		/* the thread ends the request */
 		}
-		rb.set_errinfo(QNIL);
+		mw_rb.set_errinfo(QNIL);
 		job_result = -EAGAIN;
 	}
-	mw_quiet_leave();
+	mw_track_quiet_leave();
 	__atomic_store_n(&state, DONE, __ATOMIC_RELEASE);
 }
 
@@ -495,11 +388,11 @@ void mw_objects_on_signal_sigsafe(void)
 		return;
 	if (!mw_ruby_thread_has_ec_sigsafe(1) &&
 	    !(__atomic_load_n(&idle, __ATOMIC_ACQUIRE) &&
-	      rb.native_thread_p() && mw_ruby_thread_has_ec_sigsafe(0)))
+	      mw_rb.native_thread_p() && mw_ruby_thread_has_ec_sigsafe(0)))
 		return;
-	if (rb.trigger) {
-		rb.trigger(job_handle);	/* flags this thread's EC */
-	} else if (!rb.register_one(0, job, NULL)) {
+	if (mw_rb.trigger) {
+		mw_rb.trigger(job_handle);	/* flags this thread's EC */
+	} else if (!mw_rb.register_one(0, job, NULL)) {
 		return;
 	}
 	__atomic_store_n(&registered, 1, __ATOMIC_RELEASE);
@@ -595,11 +488,11 @@ int mw_objects_take(const char *path, const char *heap_path, int start_ms)
 {
 	int expected, waited = 0, running_ms = 0, kick;
 
-	if (!find_ruby())
+	if (!mw_rb_init())
 		return -ENOSYS;
-	if (rb.trigger && job_handle == NO_HANDLE) {
+	if (mw_rb.trigger && job_handle == NO_HANDLE) {
 		/* from any thread; a handle lasts for the process's life */
-		job_handle = rb.preregister(0, job, NULL);
+		job_handle = mw_rb.preregister(0, job, NULL);
 		if (job_handle == NO_HANDLE)
 			return -ENOSPC;
 	}
