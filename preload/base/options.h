@@ -34,6 +34,7 @@ struct mw_options {
 	unsigned lease;			/* seconds; 0: none */
 };
 
+/* Context: any; no allocation. */
 void mw_options_default(struct mw_options *o);
 
 /* Parses @s (NULL or "" means defaults) into @o.
@@ -43,7 +44,8 @@ void mw_options_default(struct mw_options *o);
 int mw_options_parse(const char *s, struct mw_options *o,
 		     char *err, size_t errlen);
 
-/* True when the options ask for a dump at exit. */
+/* True when the options ask for a dump at exit.
+ * Context: any; no allocation. */
 int mw_options_want_dump(const struct mw_options *o);
 
 #endif

@@ -22,10 +22,12 @@ struct mw_rundir {
 int mw_rundir_make(struct mw_rundir *d);
 
 /* Creates @name in @d (O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
- * O_CLOEXEC, mode 0600) with @flags.  Returns the fd or -errno. */
+ * O_CLOEXEC, mode 0600) with @flags.  Returns the fd or -errno.
+ * Context: helper thread; no allocation. */
 int mw_rundir_create(const struct mw_rundir *d, const char *name, int flags);
 
-/* "@d->path/@name" into @buf; 0, or -ENAMETOOLONG. */
+/* "@d->path/@name" into @buf; 0, or -ENAMETOOLONG.
+ * Context: any; no allocation. */
 int mw_rundir_join(const struct mw_rundir *d, const char *name, char *buf,
 		   unsigned long len);
 
@@ -34,7 +36,7 @@ int mw_rundir_join(const struct mw_rundir *d, const char *name, char *buf,
 void mw_rundir_remove(struct mw_rundir *d);
 
 /* Closes @d, leaving its files (a fork child, or a dump kept for the
- * user). */
+ * user).  Context: helper thread, or a fork child's atfork handler. */
 void mw_rundir_close(struct mw_rundir *d);
 
 #endif

@@ -8,7 +8,8 @@
  * with one link before truncating it (O_TRUNC).  Never blocks (a FIFO
  * is refused).  Returns the fd or -errno (-ELOOP for a symlink, -EPERM
  * for a file owned by another user or hard-linked, -EINVAL for a
- * non-file, -ENXIO for a FIFO without a reader). */
+ * non-file, -ENXIO for a FIFO without a reader).
+ * Context: not a hook; no allocation; never blocks. */
 int mw_safe_open(const char *path, int flags);
 
 /* Writes a dump to @path so that a reader never sees half of it: into

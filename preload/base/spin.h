@@ -9,6 +9,8 @@
 
 #include <sched.h>
 
+/* Context: our code only, the thread's guard raised (see above); never
+ * allocates. */
 static inline void mw_spin_lock(int *lock)
 {
 	while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)) {
@@ -23,6 +25,7 @@ static inline void mw_spin_lock(int *lock)
 	}
 }
 
+/* Context: the holder. */
 static inline void mw_spin_unlock(int *lock)
 {
 	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);

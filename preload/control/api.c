@@ -156,17 +156,7 @@ EXPORT int mw_site_each_live(uint32_t id,
 
 EXPORT int mw_heap_pages_stat(struct mw_heap_pages *out)
 {
-	struct mw_heap_stat st;
-
-	mw_heap_stat(&st);
-	out->page_size = st.page_size;
-	out->live_pages = st.live_pages;
-	out->allocated_pages = st.allocated_pages;
-	out->freed_pages = st.freed_pages;
-	out->lifespan_min = st.lifespan_min;
-	out->lifespan_max = st.lifespan_max;
-	out->lifespan_mean = st.lifespan_mean;
-	out->lifespan_stddev = st.lifespan_stddev;
+	mw_heap_stat(out);
 	return 0;
 }
 

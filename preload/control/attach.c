@@ -44,12 +44,17 @@ static int attached;
  * has its "ok detach" a moment before the helper has finished, and an
  * attach arriving then waits for it rather than read "already attached". */
 static int detaching;
+/* Atomic: set by mw_detach, read by the helper. */
 static int stop_requested;
+/* Written by mw_attach while `attached` keeps any other attach out,
+ * before the helper starts (pthread_create orders them); then read by
+ * the helper, mw_detach (efd) and the atfork/atexit handlers. */
 static pthread_t helper;
 static int efd = -1;			/* SIGURG + stop wake-ups */
 static struct mw_options opts;
+static pid_t pid_at_attach;		/* written by the helper at start */
+/* The helper's, once: handlers are never unregistered. */
 static int atfork_registered;
-static pid_t pid_at_attach;
 
 /* --- detach ------------------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 /* fork.c - see fork.h */
 #include "control/fork.h"
 #include "hook/got.h"
-#include "hook/rbheap.h"
+#include "core/pagestats.h"
 #include "core/live.h"
 #include "core/sites.h"
 
@@ -15,7 +15,7 @@ static void (*child_then)(void);
 static void prepare(void)
 {
 	mw_sites_fork_lock();
-	mw_heap_fork_lock();
+	mw_pagestats_fork_lock();
 	mw_live_fork_lock();
 	mw_got_fork_lock();
 }
@@ -24,7 +24,7 @@ static void parent(void)
 {
 	mw_got_fork_unlock();
 	mw_live_fork_unlock();
-	mw_heap_fork_unlock();
+	mw_pagestats_fork_unlock();
 	mw_sites_fork_unlock(0);
 }
 
@@ -34,7 +34,7 @@ static void child(void)
 
 	mw_got_fork_unlock();
 	mw_live_fork_unlock();
-	mw_heap_fork_unlock();
+	mw_pagestats_fork_unlock();
 	mw_sites_fork_unlock(1);
 	if (then)
 		then();

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Atomic: the helper stores it around install/restore, the handler
+ * loads it. */
 static int urg_efd = -1;
 /* Our own marked signals (mw_urg_on_queued): set before the handler is
  * installed, read by the handler. */

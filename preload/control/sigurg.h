@@ -15,11 +15,13 @@
  * Context: before mw_urg_install, on the thread that installs. */
 void mw_urg_on_queued(int marker, void (*fn)(void));
 
-/* Installs our handler, which writes 1 to @efd.  Returns 0 or -errno. */
+/* Installs our handler, which writes 1 to @efd.  Returns 0 or -errno.
+ * Context: helper thread. */
 int mw_urg_install(int efd);
 /* Re-installs ours if someone replaced it.  Context: helper thread. */
 void mw_urg_check(void);
-/* Puts back the disposition we replaced, unless someone replaced ours. */
+/* Puts back the disposition we replaced, unless someone replaced ours.
+ * Context: helper thread, or a fork child's atfork handler. */
 void mw_urg_restore(void);
 
 #endif

@@ -13,6 +13,8 @@
 #define HOT_MAX 16384u
 #define CHUNK_STRIPES 512u	/* 256 KiB */
 
+/* chunks[i]: mapped under chunk_lock, published with a release store,
+ * never unmapped.  pool_used: stripes handed out, atomic. */
 static struct mw_stripes *chunks[HOT_MAX / CHUNK_STRIPES];
 static int chunk_lock;		/* serialises the mapping of a chunk */
 static unsigned pool_used;

@@ -48,10 +48,11 @@ int mw_counts_init(void);
  * Context: hook-safe (may mmap; never allocates). */
 void mw_counts_make_hot(struct mw_site_counts *c);
 
-/* Numbers the calling thread's stripe: threads take them in turn. */
+/* Numbers the calling thread's stripe: threads take them in turn.
+ * Context: hook; never allocates. */
 void mw_counts_number_thread(void);
 
-/* The calling thread's stripe. */
+/* The calling thread's stripe.  Context: hook; never allocates. */
 static inline unsigned mw_counts_stripe(void)
 {
 	if (__builtin_expect(!mw_tls.stripe, 0))
@@ -59,7 +60,7 @@ static inline unsigned mw_counts_stripe(void)
 	return mw_tls.stripe - 1;
 }
 
-/* The set this thread adds to. */
+/* The set this thread adds to.  Context: hook; never allocates. */
 static inline struct mw_counts *mw_counts_mine(struct mw_site_counts *c)
 {
 	struct mw_stripes *st = __atomic_load_n(&c->stripes, __ATOMIC_ACQUIRE);
@@ -103,13 +104,14 @@ static inline void mw_counts_free(struct mw_site_counts *c, uint64_t bytes,
 
 /* The sums over every stripe (max_lifespan: the largest).  Counters
  * move while they are read: a difference of two can be caught
- * mid-update (see mw_sub0). */
+ * mid-update (see mw_sub0).  Context: not a hook; never allocates. */
 void mw_counts_read(const struct mw_site_counts *c, struct mw_counts *out);
 
-/* Zeroes them all.  Not atomic with concurrent hooks. */
+/* Zeroes them all.  Not atomic with concurrent hooks.
+ * Context: not a hook (reset). */
 void mw_counts_zero(struct mw_site_counts *c);
 
-/* Bytes of stripes handed out. */
+/* Bytes of stripes handed out.  Context: any; never allocates. */
 uint64_t mw_counts_memory(void);
 
 #endif

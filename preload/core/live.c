@@ -24,6 +24,8 @@ struct shard {
 } __attribute__((aligned(64)));
 
 static struct shard shards[NSHARDS];
+/* Entries a full table could not take: atomic adds by hooks, relaxed
+ * reads by readers. */
 uint64_t mw_live_dropped;
 
 static inline uint64_t mix(uintptr_t ptr)

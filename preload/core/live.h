@@ -16,8 +16,10 @@
 #define MW_LIVE_SIZE_MAX ((UINT64_C(1) << 39) - 1)
 /* Set on a block whose free must be reported (see mw_live_watch). */
 #define MW_LIVE_WATCHED (UINT64_C(1) << 39)
-#define MW_LIVE_SITE_BITS 20
+#define MW_LIVE_SITE_BITS 20	/* MW_SITE_MAX's (sites.h) */
+#define MW_LIVE_PTR_BITS (64 - MW_LIVE_SITE_BITS)	/* ptr >> 4: 44 */
 #define MW_BIRTH_BITS 24
+#define MW_BIRTH_SHIFT (64 - MW_BIRTH_BITS)	/* above size and watched */
 #define MW_BIRTH_MASK ((UINT64_C(1) << MW_BIRTH_BITS) - 1)
 
 /* 16 bytes: a cache line holds four.  User-space pointers are below
@@ -28,38 +30,44 @@ struct mw_live_entry {
 				 * birth: high 24 */
 };
 
+/* Context: any; pure. */
 static inline void mw_live_make(struct mw_live_entry *e, uintptr_t ptr,
 				uint32_t site, uint64_t size, uint64_t birth)
 {
-	e->key = (uint64_t)ptr >> 4 | (uint64_t)site << 44;
+	e->key = (uint64_t)ptr >> 4 | (uint64_t)site << MW_LIVE_PTR_BITS;
 	e->size_birth = (size > MW_LIVE_SIZE_MAX ? MW_LIVE_SIZE_MAX : size) |
-			(birth & MW_BIRTH_MASK) << 40;
+			(birth & MW_BIRTH_MASK) << MW_BIRTH_SHIFT;
 }
 
+/* Context: any; pure. */
 static inline uintptr_t mw_live_ptr(const struct mw_live_entry *e)
 {
-	return (uintptr_t)(e->key & ((UINT64_C(1) << 44) - 1)) << 4;
+	return (uintptr_t)(e->key & ((UINT64_C(1) << MW_LIVE_PTR_BITS) - 1))
+	       << 4;
 }
 
+/* Context: any; pure. */
 static inline uint64_t mw_live_size(const struct mw_live_entry *e)
 {
 	return e->size_birth & MW_LIVE_SIZE_MAX;
 }
 
+/* Context: any; pure. */
 static inline int mw_live_watched(const struct mw_live_entry *e)
 {
 	return (e->size_birth & MW_LIVE_WATCHED) != 0;
 }
 
+/* Context: any; pure. */
 static inline uint32_t mw_live_site(const struct mw_live_entry *e)
 {
-	return (uint32_t)(e->key >> 44);
+	return (uint32_t)(e->key >> MW_LIVE_PTR_BITS);
 }
 
-/* Birth, modulo 2^24 in the age clock's unit. */
+/* Birth, modulo 2^24 in the age clock's unit.  Context: any; pure. */
 static inline uint64_t mw_live_birth(const struct mw_live_entry *e)
 {
-	return e->size_birth >> 40;
+	return e->size_birth >> MW_BIRTH_SHIFT;
 }
 
 /* Records @e.  If the pointer is already present (its free was never seen,
@@ -111,14 +119,16 @@ void mw_live_clear(uint32_t keep);
 void mw_live_fork_lock(void);
 void mw_live_fork_unlock(void);
 
-/* Entries held now, and bytes of memory mapped for the table. */
+/* Entries held now, and bytes of memory mapped for the table.
+ * Context: any; lock-free reads. */
 uint64_t mw_live_count(void);
+/* Context: any; lock-free reads. */
 uint64_t mw_live_memory(void);
 /* Removes of pointers the table did not hold (frees of blocks allocated
- * before tracking began, or never seen). */
+ * before tracking began, or never seen).  Context: any; lock-free reads. */
 uint64_t mw_live_unknown(void);
 /* Their bytes, as the allocator's usable size reported them (0 for an
- * allocator without malloc_usable_size). */
+ * allocator without malloc_usable_size).  Context: any; lock-free reads. */
 uint64_t mw_live_unknown_bytes(void);
 
 /* Inserts that failed for lack of memory. */

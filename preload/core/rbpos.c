@@ -9,7 +9,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* Written once by mw_ruby_init (the constructor or the helper, before
+ * tracking is enabled: mw_track_enable's release store publishes it and
+ * the function pointers below); read-only afterwards. */
 int mw_ruby_present;
+/* Atomic (relaxed): stored by any Ruby thread in a hook, read by hooks
+ * and readers; a stale value ages a block by one GC less. */
 uint64_t mw_ruby_generation;
 
 static int (*has_gvl)(void);
@@ -303,7 +308,8 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 		 * itself: true only once the EC exists. */
 		if (__atomic_load_n(&vm_gone, __ATOMIC_ACQUIRE) || !has_gvl())
 			return 0;
-		mw_ruby_generation = gc_count();
+		__atomic_store_n(&mw_ruby_generation, gc_count(),
+				 __ATOMIC_RELAXED);
 		pos->pc = pos->iseq = 0;
 		if (__atomic_load_n(&frames_known, __ATOMIC_RELAXED) ||
 		    layout_tries > 0) {
@@ -321,7 +327,7 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 	ec = __tls_get_addr(&ec_index);
 	if (!*ec)
 		return 0;
-	mw_ruby_generation = gc_count();
+	__atomic_store_n(&mw_ruby_generation, gc_count(), __ATOMIC_RELAXED);
 	pos->pc = pos->iseq = 0;
 	if (__atomic_load_n(&frames_known, __ATOMIC_RELAXED)) {
 		void **e = *ec;

@@ -32,6 +32,7 @@ extern struct mw_real_fns mw_real;
 /* 1 once every function is resolved. */
 extern int mw_real_resolved;
 
+/* Context: hook; async-signal-safe. */
 static inline int mw_real_ready(void)
 {
 	return __atomic_load_n(&mw_real_resolved, __ATOMIC_ACQUIRE) > 0;
@@ -53,10 +54,13 @@ int mw_real_resolve(void);
 int mw_real_use_global(void);
 
 /* Bootstrap arena: bump allocation, never reused.
- * Returns NULL (errno ENOMEM) when the arena is exhausted. */
+ * Returns NULL (errno ENOMEM) when the arena is exhausted.
+ * Context: hook (before the real functions are known); lock-free. */
 void *mw_boot_alloc(size_t size, size_t align);
+/* Context: hook; pure. */
 int mw_boot_owns(const void *p);
-/* Usable size of a bootstrap block (for realloc). */
+/* Usable size of a bootstrap block (for realloc).
+ * Context: hook; @p a bootstrap block. */
 size_t mw_boot_size(const void *p);
 
 #endif

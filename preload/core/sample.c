@@ -4,7 +4,10 @@
 #include <string.h>
 #include <time.h>
 
+/* Written before tracking is enabled (constructor or helper), published
+ * by mw_track_enable's release store; read-only while tracking. */
 uint64_t mw_sample_bytes;
+/* Counting filter: relaxed atomic adds by hooks, zeroed at reset. */
 uint8_t mw_sample_filter[1u << 15];
 
 /* xorshift64*, per thread (seeded from the clock and the TLS address). */

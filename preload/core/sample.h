@@ -19,7 +19,8 @@
 extern uint64_t mw_sample_bytes;
 
 /* Draws the next interval for the calling thread; returns 1 if the
- * allocation that crossed the previous one is to be recorded. */
+ * allocation that crossed the previous one is to be recorded.
+ * Context: hook; never allocates. */
 int mw_sample_draw_slow(void);
 
 /* Should an allocation of @size be recorded?  Context: hook. */
@@ -34,7 +35,8 @@ static inline int mw_sample_take(size_t size)
 }
 
 /* The weight of a recorded allocation of @size, in 1/1024ths: how many
- * allocations it stands for (1/p, p = 1 - exp(-size / mw_sample_bytes)). */
+ * allocations it stands for (1/p, p = 1 - exp(-size / mw_sample_bytes)).
+ * Context: hook; never allocates. */
 uint64_t mw_sample_weight(uint64_t size);
 
 /* Counting filter of sampled pointers, so that frees of blocks never
@@ -56,7 +58,8 @@ static inline int mw_sample_maybe(uintptr_t ptr)
 			       __ATOMIC_RELAXED) != 0;
 }
 
-/* Empties the filter (with the live table, at reset). */
+/* Empties the filter (with the live table, at reset).
+ * Context: not a hook (reset). */
 void mw_sample_clear(void);
 
 #endif

@@ -35,7 +35,10 @@ static int create_lock;
  * held. */
 static int grow_lock;
 
+/* Created once by mw_sites_init before tracking is enabled (published by
+ * mw_track_enable's release store), never freed. */
 static struct cds_lfht *table;
+/* Sites the table could not create: atomic adds, relaxed reads. */
 uint64_t mw_sites_dropped;
 
 /* Ruby locations seen recently: (path pointer, line) -> site id, so the

@@ -38,7 +38,8 @@ struct mw_site {
 };
 
 /* a - b, clamped at 0: counters are read while hooks update them, so
- * a difference of two of them can be caught mid-update. */
+ * a difference of two of them can be caught mid-update.
+ * Context: any; pure. */
 static inline uint64_t mw_sub0(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : 0;
@@ -97,20 +98,23 @@ void mw_sites_grow_table(void);
 void mw_sites_fork_lock(void);
 void mw_sites_fork_unlock(int child);
 
-/* Number of ids handed out so far (ids 1 .. n-1 exist). */
+/* Number of ids handed out so far (ids 1 .. n-1 exist).
+ * Context: any; never allocates. */
 uint32_t mw_sites_count(void);
 
-/* The site with this id, or NULL if there is none (yet). */
+/* The site with this id, or NULL if there is none (yet).
+ * Context: any, hooks included; never allocates. */
 struct mw_site *mw_site_get(uint32_t id);
 
-/* Zeroes every site's counters.  Not atomic with concurrent hooks. */
+/* Zeroes every site's counters.  Not atomic with concurrent hooks.
+ * Context: not a hook. */
 void mw_sites_reset(void);
 
 /* Allocations whose site could not be recorded. */
 extern uint64_t mw_sites_dropped;
 
 /* Bytes of memory the site table holds (records, keys and hot sites'
- * stripes; hash buckets excluded). */
+ * stripes; hash buckets excluded).  Context: any; never allocates. */
 uint64_t mw_sites_memory(void);
 
 #endif

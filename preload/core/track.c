@@ -11,8 +11,14 @@
 #include <time.h>
 
 __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
+/* Atomic: stored by mw_track_enable/disable, read relaxed by hooks. */
 int mw_enabled;
+/* Plain: written by mw_track_enable before the release store of
+ * mw_enabled that publishes it; read by hooks and readers after. */
 enum mw_age_unit mw_age_unit;
+/* Plain: written by enable and reset (the helper, or the C API), read
+ * by readers (stats, the control server); a torn read is impossible on
+ * x86-64 and a stale one only shifts "seconds" and a rate. */
 uint64_t mw_track_since_ns;
 
 uint64_t mw_monotonic_ns(void)

@@ -58,20 +58,24 @@ void mw_track_page_map(uintptr_t body, size_t size);
  * real munmap. */
 int mw_track_page_unmap(uintptr_t addr, int64_t *life);
 
-/* Current age clock: GC generation under Ruby, else monotonic ns. */
+/* Current age clock: GC generation under Ruby, else monotonic ns.
+ * Context: hook; never allocates. */
 uint64_t mw_track_now(void);
 
 /* Starts a new window: counters zeroed and the live table emptied, so
  * frees of blocks born before it are not counted.  Context: not a hook. */
 void mw_track_reset(void);
 
-/* Turns recording on (choosing the age unit) or off. */
+/* Turns recording on (choosing the age unit) or off.
+ * Context: not a hook (start-up, attach). */
 void mw_track_enable(void);
+/* Context: any; one atomic store. */
 void mw_track_disable(void);
 
 /* Monotonic ns at the last enable or reset. */
 extern uint64_t mw_track_since_ns;
 
+/* Context: any; async-signal-safe. */
 uint64_t mw_monotonic_ns(void);
 
 #endif

@@ -46,7 +46,8 @@ static const struct {
 #undef ENTRY
 };
 
-/* What mw_got_patch_all patches (MW_GOT_*); set by mw_got_set_kinds. */
+/* What mw_got_patch_all patches (MW_GOT_*); set by mw_got_set_kinds on
+ * the thread that then patches, read under got_lock. */
 static unsigned patch_kinds = MW_GOT_ALLOC | MW_GOT_HEAP;
 
 void mw_got_set_kinds(unsigned kinds)
@@ -68,6 +69,8 @@ struct slot {
 static struct slot slots[MAX_SLOTS];
 static int nslots;
 static int got_lock;
+/* Written under got_lock; read by the helper's stats without it (a
+ * stale count is harmless). */
 int mw_got_skipped;
 int mw_got_foreign;
 char mw_got_foreign_object[256];	/* the first such object; got_lock */
@@ -78,7 +81,8 @@ int mw_got_patched(void)
 }
 
 /* Our own load base, found before any dl_iterate_phdr: dladdr inside
- * its callback would take the loader lock in the wrong order. */
+ * its callback would take the loader lock in the wrong order.  Written
+ * once under got_lock, read under it. */
 static uintptr_t self_base;
 
 static void find_self(void)

@@ -13,6 +13,7 @@
  * libruby's mmap/munmap for heap pages (both modes). */
 #define MW_GOT_ALLOC 1u
 #define MW_GOT_HEAP 2u
+/* Context: before mw_got_patch_all, on the thread that patches. */
 void mw_got_set_kinds(unsigned kinds);
 
 /* Patches every loaded object not patched yet.  Returns the number of
@@ -24,7 +25,8 @@ int mw_got_patch_all(void);
  * them all.  Returns the number restored.  Context: as above. */
 int mw_got_restore_all(void);
 
-/* Slots currently patched; slots we skipped (mprotect failed). */
+/* Slots currently patched; slots we skipped (mprotect failed).
+ * Context: not a hook; takes the GOT lock. */
 int mw_got_patched(void);
 extern int mw_got_skipped;
 

@@ -4,24 +4,19 @@
 #include "hook/rbheap.h"
 #include "core/hooklist.h"
 #include "core/live.h"
+#include "core/pagestats.h"
 #include "core/real.h"
 #include "core/rbpos.h"
 #include "core/sites.h"
-#include "base/spin.h"
 #include "core/track.h"
 
 #include <dlfcn.h>
-#include <math.h>	/* HUGE_VAL only: no libm in this library */
-#include <string.h>
 #include <sys/mman.h>
 
-static uint64_t page_size;	/* 0: not tracking heap pages */
-
-/* Lifespan statistics (Welford), protected by stat_lock. */
-static int stat_lock;
-static uint64_t allocated, freed, n;
-static int64_t life_min = -1, life_max = -1;
-static double mean, m2;
+/* 0: not tracking heap pages.  Written once by mw_heap_init (the
+ * constructor or the helper) before libruby's slots point at the hooks,
+ * which read it; never changes afterwards. */
+static uint64_t page_size;
 
 int mw_heap_init(void)
 {
@@ -35,19 +30,6 @@ int mw_heap_init(void)
 	/* HEAP_PAGE_SIZE: 16 KiB up to Ruby 3.1, 64 KiB from 3.2 */
 	page_size = (api[0] > 3 || (api[0] == 3 && api[1] >= 2)) ? 65536 : 16384;
 	return 1;
-}
-
-/* Square root by Newton's method (no libm). */
-static double root(double x)
-{
-	double r = x > 1 ? x : 1;
-	int i;
-
-	if (x <= 0)
-		return 0;
-	for (i = 0; i < 60; i++)
-		r = (r + x / r) / 2;
-	return r;
 }
 
 void *mw_hook_mmap(void *addr, size_t len, int prot, int flags, int fd,
@@ -64,9 +46,7 @@ void *mw_hook_mmap(void *addr, size_t len, int prot, int flags, int fd,
 	body = ((uintptr_t)p + page_size) & ~(uintptr_t)(page_size - 1);
 	mw_tls.guard++;
 	mw_track_page_map(body, page_size);
-	mw_spin_lock(&stat_lock);
-	allocated++;
-	mw_spin_unlock(&stat_lock);
+	mw_pagestats_mapped();
 	mw_tls.guard--;
 	return p;
 }
@@ -78,21 +58,8 @@ int mw_hook_munmap(void *addr, size_t len)
 	if (page_size && len == page_size && mw_tracking() &&
 	    !((uintptr_t)addr & (page_size - 1))) {
 		mw_tls.guard++;
-		if (mw_track_page_unmap((uintptr_t)addr, &life)) {
-			double d;
-
-			mw_spin_lock(&stat_lock);
-			freed++;
-			n++;
-			d = (double)life - mean;
-			mean += d / (double)n;
-			m2 += d * ((double)life - mean);
-			if (life_min < 0 || life < life_min)
-				life_min = life;
-			if (life > life_max)
-				life_max = life;
-			mw_spin_unlock(&stat_lock);
-		}
+		if (mw_track_page_unmap((uintptr_t)addr, &life))
+			mw_pagestats_unmapped(life);
 		mw_tls.guard--;
 	}
 	return mw_real.munmap(addr, len);
@@ -104,36 +71,9 @@ static void count_page(const struct mw_live_entry *e, void *arg)
 	(*(uint64_t *)arg)++;
 }
 
-void mw_heap_stat(struct mw_heap_stat *st)
+void mw_heap_stat(struct mw_heap_pages *st)
 {
-	memset(st, 0, sizeof(*st));
+	mw_pagestats_read(st);
 	st->page_size = page_size;
 	mw_live_each(MW_SITE_HEAP_PAGES, count_page, &st->live_pages);
-	mw_spin_lock(&stat_lock);
-	st->allocated_pages = allocated;
-	st->freed_pages = freed;
-	st->lifespan_min = life_min;
-	st->lifespan_max = life_max;
-	st->lifespan_mean = n ? mean : HUGE_VAL;
-	st->lifespan_stddev = n > 1 ? root(m2 / (double)(n - 1)) : 0.0;
-	mw_spin_unlock(&stat_lock);
-}
-
-void mw_heap_fork_lock(void)
-{
-	mw_spin_lock(&stat_lock);
-}
-
-void mw_heap_fork_unlock(void)
-{
-	mw_spin_unlock(&stat_lock);
-}
-
-void mw_heap_reset(void)
-{
-	mw_spin_lock(&stat_lock);
-	allocated = freed = n = 0;
-	life_min = life_max = -1;
-	mean = m2 = 0;
-	mw_spin_unlock(&stat_lock);
 }

@@ -342,7 +342,7 @@ static void out_f(struct mw_out *o, const char *name, double v)
 
 void mw_dump_heap_pages(int fd, unsigned mask)
 {
-	struct mw_heap_stat st;
+	struct mw_heap_pages st;
 	struct mw_out o;
 
 	mw_heap_stat(&st);

@@ -18,7 +18,8 @@
 /* Writes every site with total > @min in @format: mwrap's three columns
  * ("%16zu %12zu %s", unsorted) after one "# " header line, or JSON Lines
  * (a header object, then one object per site).
- * Returns 0 or -errno of the first failed write. */
+ * Returns 0 or -errno of the first failed write.
+ * Context: not a hook (dladdr takes the loader lock); never allocates. */
 int mw_dump(int fd, uint64_t min, enum mw_format format);
 
 struct mw_dump_req {
@@ -34,7 +35,9 @@ struct mw_dump_req {
 };
 
 /* mw_dump with every option; -ENOMEM if --top's array cannot be mapped
- * (the header is written anyway). */
+ * (the header is written anyway).
+ * Context: as mw_dump; the helper thread when @req asks for --scan or --top
+ * (mmap). */
 int mw_dump_req(int fd, const struct mw_dump_req *req);
 
 /* Writes the JSON members "pid", "rss_bytes", "tracked_live_bytes" and
@@ -48,7 +51,8 @@ void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live);
  * Context: not a hook; never allocates. */
 void mw_dump_heap_pages(int fd, unsigned mask);
 
-/* Reads this process's resident set size in bytes (0 if unknown). */
+/* Reads this process's resident set size in bytes (0 if unknown).
+ * Context: not a hook; never allocates. */
 uint64_t mw_rss_bytes(void);
 
 #endif

@@ -26,6 +26,7 @@
 #define RUNNING_MAX_MS 600000
 
 #define NO_HANDLE 0xffffffffu	/* POSTPONED_JOB_HANDLE_INVALID */
+/* Ruby 3.3+: registered once by the helper, read by signal handlers. */
 static unsigned int job_handle = NO_HANDLE;
 
 /* One request at a time.  IDLE -> WAITING (helper) -> RUNNING (job) ->
@@ -40,6 +41,9 @@ static int idle;		/* no GVL holder took it: any Ruby thread may */
 #define FLAGGED_MAX 64
 static pid_t flagged[FLAGGED_MAX];
 static unsigned nflagged;
+/* Handed over by the state machine: the helper writes the request
+ * paths before WAITING, the job reads them and writes job_result before
+ * DONE (release), the helper reads it after seeing DONE (acquire). */
 static int job_result;
 static char req_path[PATH_MAX], req_heap_path[PATH_MAX];
 

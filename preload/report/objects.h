@@ -27,7 +27,7 @@
 int mw_objects_take(const char *path, const char *heap_path, int start_ms);
 
 /* How many idle Ruby threads flagged themselves for the last request
- * (for the error message when none ran it). */
+ * (for the error message when none ran it).  Context: the helper thread. */
 unsigned mw_objects_flagged(void);
 
 /* Called by the SIGURG handler for a signal carrying the marker:

@@ -39,7 +39,9 @@ static void sb_hex(struct sbuf *b, uint64_t v)
 		sb_mem(b, &tmp[n], 1);
 }
 
-/* The main program's link map has an empty name. */
+/* The main program's link map has an empty name.  @path is filled on
+ * first use by whichever reader comes first; two at once write the same
+ * bytes. */
 static const char *exe_path(void)
 {
 	static char path[512];
