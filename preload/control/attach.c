@@ -23,7 +23,7 @@
 #include "hook/rbheap.h"
 #include "inject_abi.h"
 #include "mwrap.h"
-#include "report/objects.h"
+#include "report/rbjob.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -147,7 +147,7 @@ static void *helper_main(void *arg)
 	pid_at_attach = getpid();
 	mw_sample_bytes = opts.sample;
 	mw_track_reset();	/* a new window: also empties the live table */
-	mw_urg_on_queued(MW_OBJECTS_SIGVAL, mw_objects_on_signal_sigsafe);
+	mw_urg_on_queued(MW_RBJOB_SIGVAL, mw_rbjob_on_signal_sigsafe);
 	ret = mw_urg_install(efd);
 	if (ret) {
 		mw_ctl_answer("error: cannot install the SIGURG handler: ",

@@ -11,6 +11,7 @@
 #include "hook/got.h"
 #include "report/dump.h"
 #include "report/objects.h"
+#include "report/rbjob.h"
 #include "report/scan.h"
 #include "report/stats.h"
 
@@ -201,7 +202,7 @@ static void answer_objects_timeout(void)
 	char num[24];
 	struct mw_out o;
 
-	mw_fmt_u64(num, mw_objects_flagged());
+	mw_fmt_u64(num, mw_rbjob_flagged());
 	mw_out_init(&o, out_fd);
 	mw_out_str(&o, "error: objects: no Ruby thread reached a safe point "
 		       "in time (");

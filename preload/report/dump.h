@@ -2,7 +2,10 @@
  *
  * The same writer serves the exit dump, SIGURG (via the helper thread),
  * the control file and the Ruby API.  It never allocates and never uses
- * stdio, so it can run while other threads are inside our hooks.
+ * stdio, so it can run while other threads are inside our hooks; it does
+ * take the loader's lock (dladdr, symbolize.h) and, under glibc, the
+ * arenas' locks (mallinfo2), so it never runs inside a hook or a signal
+ * handler.
  */
 #ifndef MW_DUMP_H
 #define MW_DUMP_H

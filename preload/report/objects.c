@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "report/objects.h"
 #include "report/rbcall.h"
+#include "report/rbjob.h"
 #include "report/dump.h"
 #include "report/stats.h"
 #include "base/fmt.h"
@@ -13,38 +14,14 @@
 #include "core/track.h"
 #include "base/safefile.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
-#define RUNNING_MAX_MS 600000
-
-#define NO_HANDLE 0xffffffffu	/* POSTPONED_JOB_HANDLE_INVALID */
-/* Ruby 3.3+: registered once by the helper, read by signal handlers. */
-static unsigned int job_handle = NO_HANDLE;
-
-/* One request at a time.  IDLE -> WAITING (helper) -> RUNNING (job) ->
- * DONE (job) -> IDLE (helper); the helper gives up with WAITING -> IDLE,
- * after which a late job does nothing. */
-enum { IDLE, WAITING, RUNNING, DONE };
-static int state;
-static int registered;		/* some thread registered the job */
-static int idle;		/* no GVL holder took it: any Ruby thread may */
-/* Ruby threads that flagged themselves for the job while idle: each is
- * knocked out of its blocking call until one runs it. */
-#define FLAGGED_MAX 64
-static pid_t flagged[FLAGGED_MAX];
-static unsigned nflagged;
-/* Handed over by the state machine: the helper writes the request
- * paths before WAITING, the job reads them and writes job_result before
- * DONE (release), the helper reads it after seeing DONE (acquire). */
-static int job_result;
+/* The request: written by mw_objects_take while no job runs (after
+ * mw_rbjob_begin), read by the job and its dump_all thread. */
 static char req_path[PATH_MAX], req_heap_path[PATH_MAX];
 
 /* --- Ruby calls, each under rb_protect ---------------------------------- */
@@ -309,7 +286,7 @@ static int write_view(int fd, void *arg)
 static VALUE dump_all_thread(void *unused)
 {
 	VALUE os;
-	int raised = 0;
+	int raised = 0, ret;
 
 	(void)unused;
 	mw_track_quiet_enter();
@@ -318,12 +295,12 @@ static VALUE dump_all_thread(void *unused)
 		os = mw_rb.protect(get_objectspace, 0, &raised);
 	if (raised) {
 		mw_rb.set_errinfo(QNIL);
-		job_result = -ENOENT;
+		ret = -ENOENT;
 	} else {
-		job_result = dump_all_to(os, req_heap_path);
+		ret = dump_all_to(os, req_heap_path);
 	}
 	mw_track_quiet_leave();
-	__atomic_store_n(&state, DONE, __ATOMIC_RELEASE);
+	mw_rbjob_end(ret);
 	return QNIL;
 }
 
@@ -333,229 +310,39 @@ static VALUE start_dump_all_thread(VALUE unused)
 	return mw_rb.thread_create(dump_all_thread, NULL);
 }
 
-static void job(void *unused)
+/* The job: the view, then dump_all on a thread of its own. */
+static int view_job(void)
 {
-	int expected = WAITING;
+	int ret;
 
-	(void)unused;
-	if (!__atomic_compare_exchange_n(&state, &expected, RUNNING, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return;		/* the helper gave up on this request */
 	mw_track_quiet_enter();	/* what we allocate here is not the app's */
-	job_result = mw_safe_replace(req_path, 0, write_view, NULL);
-	if (!job_result && req_heap_path[0]) {
+	ret = mw_safe_replace(req_path, 0, write_view, NULL);
+	if (!ret && req_heap_path[0]) {
 		int raised = 0;
 
 		mw_rb.protect(start_dump_all_thread, 0, &raised);
 		if (!raised) {
 			mw_track_quiet_leave();
-			return;		/* the thread ends the request */
+			return MW_RBJOB_LATER;	/* the thread ends the request */
 		}
 		mw_rb.set_errinfo(QNIL);
-		job_result = -EAGAIN;
+		ret = -EAGAIN;
 	}
 	mw_track_quiet_leave();
-	__atomic_store_n(&state, DONE, __ATOMIC_RELEASE);
-}
-
-static int is_flagged_sigsafe(pid_t tid)
-{
-	unsigned i, n = __atomic_load_n(&nflagged, __ATOMIC_ACQUIRE);
-
-	for (i = 0; i < n && i < FLAGGED_MAX; i++)
-		if (__atomic_load_n(&flagged[i], __ATOMIC_RELAXED) == tid)
-			return 1;
-	return 0;
-}
-
-static void remember_flagged_sigsafe(pid_t tid)
-{
-	unsigned i;
-
-	if (is_flagged_sigsafe(tid))
-		return;
-	i = __atomic_fetch_add(&nflagged, 1, __ATOMIC_ACQ_REL);
-	if (i < FLAGGED_MAX)
-		__atomic_store_n(&flagged[i], tid, __ATOMIC_RELEASE);
-}
-
-/* rb_postponed_job_register_one flags the calling thread's execution
- * context, whichever thread queued the job first (it returns 2 for a
- * job already queued): every thread that calls it may run it, and the
- * first one to check its interrupts does.  So every Ruby thread that
- * gets the signal registers: one that runs Ruby code (or sleeps in
- * Ruby: ruby_thread_has_gvl_p says yes then), and once the process has
- * looked idle for a second, one blocked in a system call too. */
-void mw_objects_on_signal_sigsafe(void)
-{
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != WAITING)
-		return;
-	if (!mw_ruby_thread_has_ec_sigsafe(1) &&
-	    !(__atomic_load_n(&idle, __ATOMIC_ACQUIRE) &&
-	      mw_rb.native_thread_p() && mw_ruby_thread_has_ec_sigsafe(0)))
-		return;
-	if (mw_rb.trigger) {
-		mw_rb.trigger(job_handle);	/* flags this thread's EC */
-	} else if (!mw_rb.register_one(0, job, NULL)) {
-		return;
-	}
-	__atomic_store_n(&registered, 1, __ATOMIC_RELEASE);
-	remember_flagged_sigsafe((pid_t)syscall(SYS_gettid));
-}
-
-/* --- the helper's side ---------------------------------------------------- */
-
-/* Queues a marked SIGURG to every thread but the caller and those
- * already flagged for the job: these are being kicked with SIGVTALRM,
- * and when both signals are pending the first delivered, our SA_RESTART
- * SIGURG, decides that an interrupted read() restarts rather than fails
- * with EINTR, so the kick would be lost. */
-static void signal_threads(void)
-{
-	char buf[4096];
-	pid_t pid = getpid(), self = (pid_t)syscall(SYS_gettid);
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	long n;
-
-	if (fd < 0)
-		return;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		long off = 0;
-
-		while (off < n) {
-			struct {
-				uint64_t ino;
-				int64_t off;
-				unsigned short reclen;
-				unsigned char type;
-				char name[];
-			} *d = (void *)(buf + off);
-			pid_t tid = 0;
-			const char *c;
-			siginfo_t si;
-
-			off += d->reclen;
-			for (c = d->name; *c >= '0' && *c <= '9'; c++)
-				tid = tid * 10 + (*c - '0');
-			if (*c || tid <= 0 || tid == self ||
-			    is_flagged_sigsafe(tid))
-				continue;
-			memset(&si, 0, sizeof(si));
-			si.si_signo = SIGURG;
-			si.si_code = SI_QUEUE;
-			si.si_pid = pid;
-			si.si_uid = getuid();
-			si.si_value.sival_int = MW_OBJECTS_SIGVAL;
-			syscall(SYS_rt_tgsigqueueinfo, pid, tid, SIGURG, &si);
-		}
-	}
-	close(fd);
-}
-
-/* Ruby knocks a thread out of a blocking system call with SIGVTALRM,
- * whose handler it installs without SA_RESTART: the call fails with
- * EINTR and the thread checks its interrupts, our job among them.  We
- * send it only when that handler is in place. */
-static int ruby_kick_installed(void)
-{
-	struct sigaction sa;
-
-	if (sigaction(SIGVTALRM, NULL, &sa))
-		return 0;
-	if (sa.sa_flags & SA_RESTART)
-		return 0;
-	if (sa.sa_flags & SA_SIGINFO)
-		return sa.sa_sigaction != NULL;
-	return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
-}
-
-static void kick_flagged(void)
-{
-	unsigned i, n = __atomic_load_n(&nflagged, __ATOMIC_ACQUIRE);
-
-	for (i = 0; i < n && i < FLAGGED_MAX; i++) {
-		pid_t tid = __atomic_load_n(&flagged[i], __ATOMIC_ACQUIRE);
-
-		if (tid > 0)
-			syscall(SYS_tgkill, getpid(), tid, SIGVTALRM);
-	}
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
+	return ret;
 }
 
 int mw_objects_take(const char *path, const char *heap_path, int start_ms)
 {
-	int expected, waited = 0, running_ms = 0, kick;
+	int ret = mw_rbjob_begin();
 
-	if (!mw_rb_init())
-		return -ENOSYS;
-	if (mw_rb.trigger && job_handle == NO_HANDLE) {
-		/* from any thread; a handle lasts for the process's life */
-		job_handle = mw_rb.preregister(0, job, NULL);
-		if (job_handle == NO_HANDLE)
-			return -ENOSPC;
-	}
-	expected = DONE;	/* a job we stopped waiting for has ended */
-	__atomic_compare_exchange_n(&state, &expected, IDLE, 0,
-				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != IDLE)
-		return -EBUSY;
+	if (ret)
+		return ret;
+	/* no job runs now: the paths are ours until the next one starts */
 	if (strlen(path) >= sizeof(req_path) ||
 	    strlen(heap_path) >= sizeof(req_heap_path))
 		return -ENAMETOOLONG;
 	memcpy(req_path, path, strlen(path) + 1);
 	memcpy(req_heap_path, heap_path, strlen(heap_path) + 1);
-	__atomic_store_n(&registered, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&idle, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&nflagged, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&state, WAITING, __ATOMIC_RELEASE);
-	/* Every 10 ms until a Ruby thread registered the job, then every
-	 * 100 ms.  After a second (an idle process: every Ruby thread
-	 * blocked), threads in system calls register too, and the
-	 * registered ones are knocked out of their blocking calls every
-	 * 100 ms, as Ruby itself would do. */
-	kick = ruby_kick_installed();
-	while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == WAITING) {
-		if (waited >= start_ms) {
-			expected = WAITING;
-			if (__atomic_compare_exchange_n(&state, &expected, IDLE,
-							0, __ATOMIC_ACQ_REL,
-							__ATOMIC_ACQUIRE))
-				return -ETIMEDOUT;
-			break;	/* it just started */
-		}
-		if (waited >= 1000)
-			__atomic_store_n(&idle, 1, __ATOMIC_RELEASE);
-		/* a signal also wakes a thread sleeping in ppoll for Ruby */
-		if (!__atomic_load_n(&registered, __ATOMIC_ACQUIRE) ||
-		    waited % 100 == 0)
-			signal_threads();
-		if (kick && waited >= 1000 && waited % 100 == 0)
-			kick_flagged();
-		sleep_ms(10);
-		waited += 10;
-	}
-	/* The job runs Ruby code (dump_all of a large heap takes a while)
-	 * and cannot be stopped; after RUNNING_MAX_MS we stop waiting, and
-	 * new requests are refused until it ends. */
-	while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == RUNNING) {
-		if (running_ms >= RUNNING_MAX_MS)
-			return -ETIMEDOUT;
-		sleep_ms(10);
-		running_ms += 10;
-	}
-	__atomic_store_n(&state, IDLE, __ATOMIC_RELEASE);
-	return job_result;
-}
-
-unsigned mw_objects_flagged(void)
-{
-	unsigned n = __atomic_load_n(&nflagged, __ATOMIC_ACQUIRE);
-
-	return n < FLAGGED_MAX ? n : FLAGGED_MAX;
+	return mw_rbjob_run(view_job, start_ms);
 }
