@@ -9,15 +9,13 @@ PYTEST = /usr/bin/python3 -m pytest
 RUBY_SITELIB = $(shell ruby -e 'print RbConfig::CONFIG["sitelibdir"]' 2>/dev/null)
 RUBY_SITEARCH = $(shell ruby -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/dev/null)
 
-LIB_SRCS = preload/fmt.c preload/options.c preload/real.c preload/ruby.c \
-	preload/sites.c preload/live.c preload/track.c preload/hooks.c \
-	preload/dump.c preload/mwrap.c preload/got.c preload/control.c \
-	preload/urg.c preload/safefile.c preload/attach.c preload/sample.c preload/trampoline.c \
-	preload/heap.c preload/objects.c preload/scan.c preload/counts.c \
-	preload/fork.c preload/allocator.c preload/rundir.c
+# preload/ by layer, each including only the ones before it
+# (scripts/check-layers): base < core < hook < report < control.
+LIB_LAYERS = base core hook report control
+LIB_SRCS = $(foreach d,$(LIB_LAYERS),$(wildcard preload/$(d)/*.c))
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
 LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
-	-fno-builtin -D_LGPL_SOURCE -MMD
+	-fno-builtin -D_LGPL_SOURCE -MMD -Ipreload
 # liburcu is linked dynamically (Debian's static archive uses local-exec
 # TLS, which a shared object cannot hold) with RPATH=$ORIGIN: copied next
 # to libmwrap.so, liburcu travels with it into a target (a container)
@@ -34,7 +32,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/libsclog.so build/targets/libslowctor.so
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
-	check-hooks test-debian13 test-ruby34 test-container
+	check-hooks check-layers test-debian13 test-ruby34 test-container
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -133,16 +131,24 @@ build/targets/deepbind-jemalloc: tests/targets/deepbind.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -ldl -ljemalloc
 
-build/tests/test_%: tests/c/test_%.c preload/%.c tests/c/tap.h
+# each parser's unit test, with the parser's own source
+build/tests/test_options: preload/base/options.c
+build/tests/test_control: preload/base/command.c
+build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ $< preload/$*.c
+	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ $< $(filter preload/%.c,$^)
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: preload/libmwrap.so
 	@scripts/check-imports preload/libmwrap.so
 
+# preload/'s includes only go down its layers, with no cycle; core/ and
+# hook/ objects import only what their allowlists name.
+check-layers: preload/libmwrap.so
+	@scripts/check-layers
+
 test: all
-	@$(MAKE) --no-print-directory test-c check-hooks test-py
+	@$(MAKE) --no-print-directory test-c check-hooks check-layers test-py
 
 test-c: $(C_TESTS)
 	@for t in $(C_TESTS); do echo "== $$t"; $$t || exit 1; done

@@ -33,7 +33,9 @@
 #define MW_ATTACH_PRELOADED	(-EBUSY)	/* runs under LD_PRELOAD: -16 */
 #define MW_ATTACH_NOT_READY	(-ENOENT)	/* real functions not found */
 
+/* Context: as MW_ABI_ATTACH above. */
 int mw_attach(const char *options);
+/* Context: as MW_ABI_DETACH above. */
 int mw_detach(void);
 
 #endif

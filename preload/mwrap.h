@@ -21,7 +21,7 @@ int mw_reset(void);
 
 /* Raises / lowers the calling thread's quiet depth: while it is > 0,
  * allocations on this thread are not recorded (frees still are).
- * Both return the new depth. */
+ * Both return the new depth.  Context: any thread; never allocates. */
 int mw_quiet_enter(void);
 int mw_quiet_leave(void);
 
@@ -35,7 +35,9 @@ struct mw_site_info {
 
 /* Calls @fn for every site with total > @min, stopping early when @fn
  * returns non-zero (that value is returned).  @fn runs with the thread
- * quiet, so it may allocate.  Context: not a hook. */
+ * quiet, so it may allocate; it must not longjmp (a Ruby exception
+ * raised through it would leave the thread quiet for good).
+ * Context: not a hook. */
 int mw_each(uint64_t min, int (*fn)(const struct mw_site_info *, void *),
 	    void *arg);
 
@@ -45,13 +47,14 @@ int mw_each(uint64_t min, int (*fn)(const struct mw_site_info *, void *),
 uint32_t mw_site_lookup(const char *location);
 
 /* Fills @si for site @id (si->location points into a static buffer of
- * the caller's thread: @buf of @len bytes).  Returns 0 or -ENOENT. */
+ * the caller's thread: @buf of @len bytes).  Returns 0 or -ENOENT.
+ * Context: not a hook (dladdr takes the loader lock); never allocates. */
 int mw_site_info(uint32_t id, struct mw_site_info *si, char *buf, size_t len);
 
 /* Calls @fn(size, generation, arg) for each live block of site @id,
  * outside our locks (the thread is quiet meanwhile; @fn may allocate).
  * Generations are GC counts modulo 2^24 under Ruby.  Returns 0 or
- * -ENOENT. */
+ * -ENOENT.  Context: not a hook. */
 int mw_site_each_live(uint32_t id,
 		      void (*fn)(uint64_t size, uint64_t generation, void *),
 		      void *arg);
@@ -72,7 +75,7 @@ int mw_heap_pages_each(void (*fn)(uintptr_t addr, uint64_t generation,
 /* Figures about the tracer itself. */
 struct mw_stats {
 	int enabled;
-	int attached;		/* 1: late attach, 0: preload */
+	int attached;		/* 1: a late attach is active, else 0 */
 	int age_unit_gc;	/* 1: ages in GC generations, 0: ns */
 	uint64_t seconds;	/* since tracking (or the last reset) began */
 	uint64_t sites;
@@ -83,6 +86,7 @@ struct mw_stats {
 	uint64_t dropped;	/* allocations we failed to record */
 	uint64_t memory_bytes;	/* mapped by our own tables */
 };
+/* Context: not a hook; never allocates. */
 int mw_stats(struct mw_stats *st);
 
 #endif

@@ -1,8 +1,8 @@
-/* Unit tests for the control-file command parser (preload/control.c). */
+/* Unit tests for the control-file command parser (preload/base/command.c). */
 #include <errno.h>
 #include <string.h>
 
-#include "control.h"
+#include "base/command.h"
 #include "tap.h"
 
 static struct mw_cmd c;

@@ -1,8 +1,8 @@
-/* Unit tests for the MWRAP= option parser (preload/options.c). */
+/* Unit tests for the MWRAP= option parser (preload/base/options.c). */
 #include <errno.h>
 #include <string.h>
 
-#include "options.h"
+#include "base/options.h"
 #include "tap.h"
 
 static struct mw_options o;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
+#include "base/options.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,0 +1,148 @@
+/* rundir.c - see rundir.h */
+#define _GNU_SOURCE
+#include "base/rundir.h"
+
+#include "base/fmt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const char *const bases[] = { "/tmp", "/var/tmp", "/dev/shm" };
+
+/* "BASE/mwrap.PID.XXXXXX" into @buf (64 bytes); 0 or -ENAMETOOLONG. */
+static int template(char *buf, const char *base)
+{
+	char pid[24];
+	size_t b = strlen(base), p = mw_fmt_u64(pid, (uint64_t)getpid());
+
+	if (b + 7 + p + 8 > 64)
+		return -ENAMETOOLONG;
+	memcpy(buf, base, b);
+	memcpy(buf + b, "/mwrap.", 7);
+	memcpy(buf + b + 7, pid, p);
+	memcpy(buf + b + 7 + p, ".XXXXXX", 8);
+	return 0;
+}
+
+/* 0 if @fd is a directory of ours that no one else may enter. */
+static int check_dir(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
+		return -EPERM;
+	return 0;
+}
+
+int mw_rundir_make(struct mw_rundir *d)
+{
+	int ret = -ENOENT;
+	size_t i;
+
+	d->fd = -1;
+	for (i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+		int fd;
+
+		if ((ret = template(d->path, bases[i])))
+			continue;
+		if (!mkdtemp(d->path)) {
+			ret = -errno;
+			continue;
+		}
+		/* /tmp is sticky: no one else can swap the name now, but
+		 * check what we opened anyway */
+		fd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			  O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		ret = check_dir(fd);
+		if (!ret) {
+			d->fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	d->path[0] = '\0';
+	return ret;
+}
+
+int mw_rundir_create(const struct mw_rundir *d, const char *name, int flags)
+{
+	int fd;
+
+	if (d->fd < 0)
+		return -EBADF;
+	fd = openat(d->fd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+int mw_rundir_join(const struct mw_rundir *d, const char *name, char *buf,
+		   unsigned long len)
+{
+	size_t p = strlen(d->path), n = strlen(name);
+
+	if (p + 1 + n + 1 > len)
+		return -ENAMETOOLONG;
+	memcpy(buf, d->path, p);
+	buf[p] = '/';
+	memcpy(buf + p + 1, name, n + 1);
+	return 0;
+}
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+void mw_rundir_remove(struct mw_rundir *d)
+{
+	char buf[2048] __attribute__((aligned(8)));
+
+	if (d->fd < 0)
+		return;
+	/* each pass unlinks what it read; rewind until a pass removes
+	 * nothing (left: "." and "..", or a subdirectory) */
+	for (;;) {
+		int removed = 0;
+		long n, off;
+
+		lseek(d->fd, 0, SEEK_SET);
+		n = syscall(SYS_getdents64, d->fd, buf, sizeof(buf));
+		for (off = 0; n > 0 && off < n;) {
+			struct linux_dirent64 *e = (void *)(buf + off);
+
+			off += e->d_reclen;
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+			    unlinkat(d->fd, e->d_name, 0) == 0)
+				removed++;
+		}
+		if (!removed)
+			break;
+	}
+	if (d->path[0])
+		rmdir(d->path);
+	mw_rundir_close(d);
+}
+
+void mw_rundir_close(struct mw_rundir *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+}

@@ -1,0 +1,66 @@
+/* ctl_server.h - the control channel of an attach: a private runtime
+ * directory (rundir.h) holding "ctl", where the front end appends one
+ * command a line (command.h), "out", where each gets its answer, and by
+ * default the dump.  The helper thread serves it; the files are never
+ * trusted by name (rundir.h, safefile.h).
+ */
+#ifndef MW_CTL_SERVER_H
+#define MW_CTL_SERVER_H
+
+#include <stdint.h>
+
+#include "base/options.h"
+
+/* Makes the runtime directory with new "out" and "ctl" files and takes
+ * the dump path, lease and dump format from @o (kept: it must outlive
+ * the attach).  Returns 0 or -errno; an error the front end should see
+ * may have been answered.  Context: the helper thread. */
+int mw_ctl_open(const struct mw_options *o);
+
+/* A file descriptor that becomes readable when "ctl" changes (-1: none;
+ * poll on a timer).  Context: the helper thread. */
+int mw_ctl_wake_fd(void);
+
+/* Runs every command appended to "ctl" since the last call, answering
+ * each in "out"; each renews the lease.  Returns 1 after "detach", 2
+ * after "detach --discard", else 0.  Context: the helper thread. */
+int mw_ctl_serve(void);
+
+/* 1 when a lease was given and no command came in time.
+ * Context: the helper thread. */
+int mw_ctl_lease_expired(void);
+
+/* Answers "@a@b\n" in "out".  Context: the helper thread. */
+void mw_ctl_answer(const char *a, const char *b);
+
+/* Answers "ok attached got_slots=N" (naming an object whose own
+ * allocator stays untraced) and starts the lease.
+ * Context: the helper thread. */
+void mw_ctl_answer_attached(uint64_t slots);
+
+/* Adds a dump in the attach's format to the dump path (SIGURG).
+ * Returns 0 or -errno.  Context: the helper thread. */
+int mw_ctl_dump(void);
+
+/* The end of the window: the final dump, the runtime directory left
+ * with only it (@discard: no dump, no directory), then "ok detach
+ * restored_slots=@restored" and the files closed.
+ * Context: the helper thread, tracking off. */
+void mw_ctl_finish(int discard, int restored);
+
+/* After a failed start: gives the front end a few seconds to read the
+ * error before the directory goes (it writes to "ctl" when it has).
+ * Context: the helper thread. */
+void mw_ctl_linger(void);
+
+/* Closes the files; @remove also deletes the runtime directory.
+ * Context: the helper thread, or a forked child's atfork handler. */
+void mw_ctl_close(int remove);
+
+/* The target exits while attached: the final dump (waiting for one the
+ * helper is writing), or, for a leased window, the directory removed
+ * (its front end reports the exit).  Context: the exiting thread's
+ * atexit handler, tracking off. */
+void mw_ctl_at_exit(void);
+
+#endif

@@ -1,0 +1,137 @@
+/* live.h - the live table: pointer -> (site id, size, birth) for every
+ * block allocated while tracking.
+ *
+ * Blocks themselves are never changed (no headers), so a free of a
+ * pointer the table does not know simply passes through: that is what
+ * lets us attach late and detach.  The table is split into shards chosen
+ * by pointer hash, each an open-addressing array with linear probing,
+ * backward-shift deletion and its own spin lock, grown by mmap.
+ */
+#ifndef MW_LIVE_H
+#define MW_LIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MW_LIVE_SIZE_MAX ((UINT64_C(1) << 39) - 1)
+/* Set on a block whose free must be reported (see mw_live_watch). */
+#define MW_LIVE_WATCHED (UINT64_C(1) << 39)
+#define MW_LIVE_SITE_BITS 20	/* MW_SITE_MAX's (sites.h) */
+#define MW_LIVE_PTR_BITS (64 - MW_LIVE_SITE_BITS)	/* ptr >> 4: 44 */
+#define MW_BIRTH_BITS 24
+#define MW_BIRTH_SHIFT (64 - MW_BIRTH_BITS)	/* above size and watched */
+#define MW_BIRTH_MASK ((UINT64_C(1) << MW_BIRTH_BITS) - 1)
+
+/* 16 bytes: a cache line holds four.  User-space pointers are below
+ * 2^47 and 16-byte aligned, so ptr >> 4 fits in 44 bits. */
+struct mw_live_entry {
+	uint64_t key;		/* ptr >> 4, site id << 44; 0: empty slot */
+	uint64_t size_birth;	/* size: low 39 bits, watched: bit 39,
+				 * birth: high 24 */
+};
+
+/* Context: any; pure. */
+static inline void mw_live_make(struct mw_live_entry *e, uintptr_t ptr,
+				uint32_t site, uint64_t size, uint64_t birth)
+{
+	e->key = (uint64_t)ptr >> 4 | (uint64_t)site << MW_LIVE_PTR_BITS;
+	e->size_birth = (size > MW_LIVE_SIZE_MAX ? MW_LIVE_SIZE_MAX : size) |
+			(birth & MW_BIRTH_MASK) << MW_BIRTH_SHIFT;
+}
+
+/* Context: any; pure. */
+static inline uintptr_t mw_live_ptr(const struct mw_live_entry *e)
+{
+	return (uintptr_t)(e->key & ((UINT64_C(1) << MW_LIVE_PTR_BITS) - 1))
+	       << 4;
+}
+
+/* Context: any; pure. */
+static inline uint64_t mw_live_size(const struct mw_live_entry *e)
+{
+	return e->size_birth & MW_LIVE_SIZE_MAX;
+}
+
+/* Context: any; pure. */
+static inline int mw_live_watched(const struct mw_live_entry *e)
+{
+	return (e->size_birth & MW_LIVE_WATCHED) != 0;
+}
+
+/* Context: any; pure. */
+static inline uint32_t mw_live_site(const struct mw_live_entry *e)
+{
+	return (uint32_t)(e->key >> MW_LIVE_PTR_BITS);
+}
+
+/* Birth, modulo 2^24 in the age clock's unit.  Context: any; pure. */
+static inline uint64_t mw_live_birth(const struct mw_live_entry *e)
+{
+	return e->size_birth >> MW_BIRTH_SHIFT;
+}
+
+/* Records @e.  If the pointer is already present (its free was never seen,
+ * e.g. made through a pointer to free captured before attach), the old
+ * entry is replaced and returned in *@stale with 1; else returns 0.
+ * Returns -ENOMEM when the table cannot grow (nothing recorded).
+ * Context: hook-safe with the recursion guard raised. */
+int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale);
+
+/* Starts loading the slot @ptr would go to, so that a later insert or
+ * remove finds it in cache.  Context: hook-safe; never faults. */
+void mw_live_prefetch(uintptr_t ptr);
+
+/* Watches the block at @ptr: its entry, or a new one of @marker_site
+ * (size 0) when it has none, gets MW_LIVE_WATCHED, which its removal
+ * hands back.  Returns 0 when the block had an entry, 1 when the marker
+ * was made, -ENOMEM when the table cannot grow.  Context: hook-safe. */
+int mw_live_watch(uintptr_t ptr, uint32_t marker_site);
+
+/* Removes @ptr; copies its entry to *@out and returns 1, or returns 0 if
+ * the pointer is unknown, counting it with the allocator's usable size
+ * (so @ptr must still be allocated).  Context: as mw_live_insert. */
+int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out);
+
+/* As mw_live_remove, but a pointer not found is not counted as an
+ * unknown free (for lookups that may well miss).  Context: hook. */
+int mw_live_take(uintptr_t ptr, struct mw_live_entry *out);
+
+/* Counts a free of a block not in the table, of @bytes (its usable
+ * size), made some other way than mw_live_remove (realloc).
+ * Context: hook-safe. */
+void mw_live_add_unknown(uintptr_t ptr, uint64_t bytes);
+
+/* Calls @fn on a copy of every entry (of one site when @site != 0),
+ * outside the shard locks, so @fn may allocate.  Entries moved by a
+ * concurrent resize may be missed or seen twice.
+ * Context: not a hook. */
+void mw_live_each(uint32_t site,
+		  void (*fn)(const struct mw_live_entry *e, void *arg),
+		  void *arg);
+
+/* Empties the table but for the entries of site @keep (0: none): blocks
+ * recorded so far become unknown, so their frees are no longer counted.
+ * Context: not a hook. */
+void mw_live_clear(uint32_t keep);
+
+/* Every shard's lock, taken before fork and released after it, in the
+ * parent and in the child (see fork.h).  Context: atfork handlers. */
+void mw_live_fork_lock(void);
+void mw_live_fork_unlock(void);
+
+/* Entries held now, and bytes of memory mapped for the table.
+ * Context: any; lock-free reads. */
+uint64_t mw_live_count(void);
+/* Context: any; lock-free reads. */
+uint64_t mw_live_memory(void);
+/* Removes of pointers the table did not hold (frees of blocks allocated
+ * before tracking began, or never seen).  Context: any; lock-free reads. */
+uint64_t mw_live_unknown(void);
+/* Their bytes, as the allocator's usable size reported them (0 for an
+ * allocator without malloc_usable_size).  Context: any; lock-free reads. */
+uint64_t mw_live_unknown_bytes(void);
+
+/* Inserts that failed for lack of memory. */
+extern uint64_t mw_live_dropped;
+
+#endif

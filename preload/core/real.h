@@ -1,0 +1,66 @@
+/* real.h - the real allocator functions, and the bootstrap arena that
+ * serves allocations made while they are being looked up.
+ *
+ * dlsym() itself calls calloc, so the first malloc of a preloaded process
+ * cannot simply ask dlsym for libc's malloc: calls made during the lookup
+ * get memory from a small static arena, recognised later by address.
+ */
+#ifndef MW_REAL_H
+#define MW_REAL_H
+
+#include <stddef.h>
+
+#include "core/hooklist.h"
+
+/* The functions our hooks forward to, one per entry of hooklist.h:
+ * the malloc family (required), dlopen/dlclose and mmap/munmap (NULL if
+ * not found; their users check). */
+struct mw_real_fns {
+#define MW_REAL_FIELD(name, ret, params, kind) ret (*name) params;
+	MW_HOOKS(MW_REAL_FIELD)
+#undef MW_REAL_FIELD
+	/* optional: NULL unless malloc's own object defines it (another
+	 * object's would misread the allocator's blocks); for glibc, a
+	 * reading of the chunk header that skips its in-use check, so only
+	 * for blocks known to be allocated */
+	size_t (*malloc_usable_size)(void *);
+};
+
+/* Filled by mw_real_resolve(); read-only afterwards. */
+extern struct mw_real_fns mw_real;
+
+/* 1 once every function is resolved. */
+extern int mw_real_resolved;
+
+/* Context: hook; async-signal-safe. */
+static inline int mw_real_ready(void)
+{
+	return __atomic_load_n(&mw_real_resolved, __ATOMIC_ACQUIRE) > 0;
+}
+
+/* Resolves every function with dlsym(RTLD_NEXT).  Returns 0 when the
+ * malloc family is known, -EAGAIN when called re-entrantly from inside dlsym (the caller
+ * must then use the bootstrap arena), -ENOENT if libc lacks one.
+ * Context: any thread; idempotent. */
+int mw_real_resolve(void);
+
+/* Attach mode: replaces the malloc family with the global scope's first
+ * definition (dlsym(RTLD_DEFAULT)), what the process's own calls reach.
+ * Returns 0, or -ENOENT with mw_real left unchanged and marked not
+ * ready (mw_attach then refuses).  Only valid while
+ * no hook of ours can run and only when we do not interpose (else the
+ * lookup finds our own hooks).
+ * Context: the constructor of a dlopen'ed libmwrap. */
+int mw_real_use_global(void);
+
+/* Bootstrap arena: bump allocation, never reused.
+ * Returns NULL (errno ENOMEM) when the arena is exhausted.
+ * Context: hook (before the real functions are known); lock-free. */
+void *mw_boot_alloc(size_t size, size_t align);
+/* Context: hook; pure. */
+int mw_boot_owns(const void *p);
+/* Usable size of a bootstrap block (for realloc).
+ * Context: hook; @p a bootstrap block. */
+size_t mw_boot_size(const void *p);
+
+#endif

@@ -1,0 +1,120 @@
+/* sites.h - one record per allocation call site.
+ *
+ * A site is keyed by a Ruby source location ("path:line") or, outside
+ * Ruby, by the caller's return address.  Records live in mmap'd chunks
+ * indexed by a 20-bit id (the live table stores ids, not pointers), are
+ * found through a liburcu lock-free hash table (urcu-bp flavour: no
+ * thread registration, fork-tolerant), and are never freed: a reset only
+ * zeroes their counters.
+ */
+#ifndef MW_SITES_H
+#define MW_SITES_H
+
+#include <stdint.h>
+#include <urcu/rculfhash.h>
+
+#include "core/counts.h"
+#include "core/rbpos.h"
+
+#define MW_SITE_MAX (1u << 20)	/* ids 1 .. MW_SITE_MAX-1 (live.h packs 20 bits) */
+/* Reserved ids, never a real site, so never in a site dump: */
+/* the live table's markers of watched Ruby code buffers
+ * (mw_site_remember_pos) */
+#define MW_SITE_CODE (MW_SITE_MAX - 2)
+/* Ruby heap page bodies (hook/rbheap.h), kept in the live table */
+#define MW_SITE_HEAP_PAGES (MW_SITE_MAX - 1)
+
+struct mw_site {
+	struct cds_lfht_node node;
+	struct mw_site_counts counts;
+	/* Key: immutable once published. */
+	unsigned long hash;
+	uintptr_t addr;		/* caller address when key == NULL */
+	const char *key;	/* "path:line", NUL-terminated, or NULL */
+	uint32_t keylen;	/* strlen(key) */
+	uint32_t pathlen;	/* bytes of key before ':' */
+	int line;
+	uint32_t id;
+};
+
+/* a - b, clamped at 0: counters are read while hooks update them, so
+ * a difference of two of them can be caught mid-update.
+ * Context: any; pure. */
+static inline uint64_t mw_sub0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* Creates the table, after checking that the memory liburcu will take
+ * for it can be had (liburcu aborts where we return).  Returns 0, or
+ * -ENOMEM (-errno) with nothing created.  Idempotent.
+ * Context: not a hook; starts no thread.  Registers the calling thread
+ * with urcu-bp: call it from the thread that will grow the table. */
+int mw_sites_init(void);
+
+/* Finds or creates the site for a Ruby location / a caller address.
+ * Returns NULL when the table is full or out of memory (counted in
+ * mw_sites_dropped).
+ * Context: hook-safe; the calling thread must have its recursion guard
+ * raised.  Never enters an RCU read section, except that in preload mode
+ * the thread whose new site outgrows the buckets grows them (up to 8192,
+ * single-threaded). */
+struct mw_site *mw_site_for_location(const char *path, int line);
+struct mw_site *mw_site_for_addr(uintptr_t addr);
+
+/* The site last remembered for this Ruby position, or NULL; and the
+ * remembering, which the caller may do only once the code buffer the
+ * position's pc lies in (mw_ruby_pos_code) is watched: that buffer's
+ * free must reach mw_sites_forget_positions.  Context: hook-safe, on a
+ * thread holding the GVL. */
+struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos);
+void mw_site_remember_pos(const struct mw_ruby_pos *pos,
+			  const struct mw_site *s);
+
+/* Forgets every remembered position: Ruby code was freed, or frees went
+ * unseen (not tracking), or the watches are gone (reset).
+ * Context: hook-safe. */
+void mw_sites_forget_positions(void);
+
+/* Finds an existing site without creating one; NULL if absent.
+ * Context: not a hook. */
+struct mw_site *mw_site_find_location(const char *path, size_t pathlen,
+				      int line);
+struct mw_site *mw_site_find_addr(uintptr_t addr);
+
+/* Grows the hash table to a bucket per site (up to MW_SITE_MAX, or a
+ * sixteenth of it under an address-space limit).
+ * The table is made without CDS_LFHT_AUTO_RESIZE: liburcu's resize
+ * worker is a thread whose creation aborts the process when it fails
+ * (a tight RLIMIT_AS, a pids cgroup at its limit).  liburcu may start
+ * threads of its own for a large step and falls back to this one when
+ * it cannot.  Context: the helper thread (the one that called
+ * mw_sites_init); not a hook; outside RCU read sections. */
+void mw_sites_grow_table(void);
+
+/* Around fork (see fork.h): takes liburcu's locks and ours, in that
+ * order, and releases them in the parent or the child (@child set).
+ * Context: pthread_atfork handlers only. */
+void mw_sites_fork_lock(void);
+void mw_sites_fork_unlock(int child);
+
+/* Number of ids handed out so far (ids 1 .. n-1 exist).
+ * Context: any; never allocates. */
+uint32_t mw_sites_count(void);
+
+/* The site with this id, or NULL if there is none (yet).
+ * Context: any, hooks included; never allocates. */
+struct mw_site *mw_site_get(uint32_t id);
+
+/* Zeroes every site's counters.  Not atomic with concurrent hooks.
+ * Context: not a hook. */
+void mw_sites_reset(void);
+
+/* Allocations whose site could not be recorded. */
+extern uint64_t mw_sites_dropped;
+
+/* Bytes of memory the site table holds (records, keys and hot sites'
+ * stripes; hash buckets excluded).  Context: any; never allocates. */
+uint64_t mw_sites_memory(void);
+
+#endif

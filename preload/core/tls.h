@@ -1,0 +1,44 @@
+/* tls.h - the per-thread state every hook reads, and whether hooks
+ * record at all.
+ *
+ * Initial-exec TLS, kept tiny: a library dlopen'ed late gets its static
+ * TLS from a surplus of a few hundred bytes.  Each field belongs to one
+ * module, which alone gives it meaning; the others only read it as
+ * their comment says.  Only the owning thread touches its own copy, so
+ * no field needs atomics.
+ */
+#ifndef MW_TLS_H
+#define MW_TLS_H
+
+#include <stdint.h>
+
+struct mw_tls {
+	/* track.h: >0 while this thread runs our own code (a hook, the
+	 * helper, a dump); hooks then pass straight through.  Raised by
+	 * hooks, the helper thread and the C API. */
+	int guard;
+	/* track.h: >0 inside Mwrap.quiet (mw_quiet_enter); allocations
+	 * then pass through unrecorded. */
+	int quiet;
+	/* sample.h: bytes until this thread's next sample */
+	int64_t sample_left;
+	/* sample.h: this thread's sampling random state */
+	uint64_t rng;
+	/* counts.h: 1 + this thread's counter stripe, 0 until numbered */
+	unsigned stripe;
+};
+extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
+
+/* Hooks record while this is 1.  Written by mw_track_enable/disable
+ * only (release stores); hooks read it relaxed, a hook that misses a
+ * change records or skips one call more. */
+extern int mw_enabled;
+
+/* Should this hook record?  Context: hook; async-signal-safe. */
+static inline int mw_tracking(void)
+{
+	return __atomic_load_n(&mw_enabled, __ATOMIC_RELAXED) &&
+	       !mw_tls.guard;
+}
+
+#endif

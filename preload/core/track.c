@@ -1,0 +1,249 @@
+/* track.c - see track.h */
+#define _GNU_SOURCE
+#include "core/track.h"
+#include "core/live.h"
+#include "core/real.h"
+#include "core/rbpos.h"
+#include "core/sample.h"
+#include "core/sites.h"
+
+#include <errno.h>
+#include <time.h>
+
+__thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
+/* Atomic: stored by mw_track_enable/disable, read relaxed by hooks. */
+int mw_enabled;
+/* Plain: written by mw_track_enable before the release store of
+ * mw_enabled that publishes it; read by hooks and readers after. */
+enum mw_age_unit mw_age_unit;
+/* Plain: written by enable and reset (the helper, or the C API), read
+ * by readers (stats, the control server); a torn read is impossible on
+ * x86-64 and a stale one only shifts "seconds" and a rate. */
+uint64_t mw_track_since_ns;
+
+uint64_t mw_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Outside Ruby, births are stored in units of 2^20 ns (~1 ms): 24 bits
+ * of them span 4.9 hours. */
+#define MW_NS_SHIFT 20
+
+uint64_t mw_track_now(void)
+{
+	struct timespec ts;
+
+	if (mw_age_unit == MW_AGE_GC)
+		return __atomic_load_n(&mw_ruby_generation, __ATOMIC_RELAXED);
+	/* coarse (~4 ms) is plenty for lifespans and costs a few ns */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) >>
+	       MW_NS_SHIFT;
+}
+
+/* Counts the free of a block taken out of the live table. */
+static void account_free(const struct mw_live_entry *e)
+{
+	struct mw_site *s;
+	uint64_t now, birth, age;
+
+	if (mw_live_watched(e)) {
+		/* Ruby code whose positions may be remembered is gone */
+		mw_sites_forget_positions();
+		if (mw_live_site(e) == MW_SITE_CODE) {
+			if (mw_sample_bytes)
+				mw_sample_mark(mw_live_ptr(e), -1);
+			return;
+		}
+	}
+	s = mw_site_get(mw_live_site(e));
+	if (!s)
+		return;
+	if (mw_sample_bytes)
+		mw_sample_mark(mw_live_ptr(e), -1);
+	now = mw_track_now();
+	birth = mw_live_birth(e);
+	age = (now - birth) & MW_BIRTH_MASK;	/* births are kept mod 2^24 */
+	if (mw_age_unit == MW_AGE_NS)
+		age <<= MW_NS_SHIFT;
+	if (mw_sample_bytes) {
+		uint64_t w = mw_sample_weight(mw_live_size(e));
+
+		/* age_total / frees holds */
+		mw_counts_free(&s->counts, mw_live_size(e) * w / 1024,
+			       (w + 512) / 1024, age * w / 1024, age);
+	} else {
+		mw_counts_free(&s->counts, mw_live_size(e), 1, age, age);
+	}
+}
+
+/* Whether the site found for @pos may be remembered: only when the code
+ * buffer its pc lies in is watched, so that Ruby freeing that code (after
+ * which new code may reuse the addresses) makes us forget it. */
+static int watch_code(const struct mw_ruby_pos *pos)
+{
+	uintptr_t code;
+	int r;
+
+	if (!mw_ruby_pos_code(pos, &code))
+		return 0;
+	r = mw_live_watch(code, MW_SITE_CODE);
+	if (r == 1 && mw_sample_bytes)
+		mw_sample_mark(code, 1);	/* so that its free looks */
+	return r >= 0;
+}
+
+/* The site of an allocation: its Ruby line when the thread runs Ruby
+ * code, else its caller; NULL when the table cannot take a new one. */
+static struct mw_site *site_of(uintptr_t caller)
+{
+	struct mw_ruby_pos pos;
+	struct mw_site *s;
+	const char *path;
+	int line;
+
+	if (!mw_ruby_pos(&pos))
+		return mw_site_for_addr(caller);
+	s = mw_site_for_pos(&pos);
+	if (s)
+		return s;
+	if (!mw_ruby_pos_location(&pos, &path, &line))
+		return mw_site_for_addr(caller);
+	s = mw_site_for_location(path, line);
+	if (s && watch_code(&pos))
+		mw_site_remember_pos(&pos, s);
+	return s;
+}
+
+void mw_track_alloc(void *p, size_t size, uintptr_t caller)
+{
+	struct mw_live_entry e, stale;
+	struct mw_site *s;
+
+	if (mw_tls.quiet)
+		return;
+	/* the slot is rarely in cache: fetch it while we find the site */
+	mw_live_prefetch((uintptr_t)p);
+	s = site_of(caller);
+	if (!s)
+		return;
+	if (mw_sample_bytes) {
+		uint64_t w = mw_sample_weight(size);
+
+		mw_counts_alloc(&s->counts, size * w / 1024, (w + 512) / 1024);
+		mw_sample_mark((uintptr_t)p, 1);
+	} else {
+		mw_counts_alloc(&s->counts, size, 1);
+	}
+
+	mw_live_make(&e, (uintptr_t)p, s->id, size, mw_track_now());
+	/* A pointer already present was freed behind our back (through a
+	 * pointer to free captured before attach): count that free now. */
+	if (mw_live_insert(&e, &stale) == 1)
+		account_free(&stale);	/* also unmarks: net zero */
+}
+
+uint64_t mw_track_usable_size(void *p)
+{
+	return mw_real.malloc_usable_size ? mw_real.malloc_usable_size(p) : 0;
+}
+
+void mw_track_free(void *p)
+{
+	struct mw_live_entry e;
+
+	/* an unknown block, most often one live before the attach, is
+	 * counted there with its size: the window's net change needs it */
+	if (mw_live_remove((uintptr_t)p, &e))
+		account_free(&e);
+}
+
+void *mw_track_realloc(void *p, size_t n, size_t m, int array,
+		       uintptr_t caller)
+{
+	struct mw_live_entry old, stale;
+	size_t size = n * m;
+	int maybe, had, saved;
+	uint64_t unknown_bytes = 0;
+	void *q;
+
+	mw_tls.guard++;
+	maybe = mw_sample_maybe((uintptr_t)p);
+	had = maybe && mw_live_take((uintptr_t)p, &old);
+	/* a block from before tracking: its size, while it still exists */
+	if (maybe && !had)
+		unknown_bytes = mw_track_usable_size(p);
+	q = array ? mw_real.reallocarray(p, n, m) : mw_real.realloc(p, n);
+	saved = errno;
+	if (!q && size != 0) {
+		if (had)
+			mw_live_insert(&old, &stale);
+	} else {
+		if (had)
+			account_free(&old);
+		else if (maybe)
+			mw_live_add_unknown((uintptr_t)p, unknown_bytes);
+		if (q && mw_sample_take(size))
+			mw_track_alloc(q, size, caller);
+	}
+	mw_tls.guard--;
+	errno = saved;
+	return q;
+}
+
+/* Heap pages are aged in GC generations whatever mw_age_unit says. */
+static uint64_t generation(void)
+{
+	return __atomic_load_n(&mw_ruby_generation, __ATOMIC_RELAXED);
+}
+
+void mw_track_page_map(uintptr_t body, size_t size)
+{
+	struct mw_live_entry e, stale;
+
+	mw_live_make(&e, body, MW_SITE_HEAP_PAGES, size, generation());
+	mw_live_insert(&e, &stale);
+}
+
+int mw_track_page_unmap(uintptr_t addr, int64_t *life)
+{
+	struct mw_live_entry e, stale;
+
+	if (!mw_live_take(addr, &e))
+		return 0;
+	if (mw_live_site(&e) != MW_SITE_HEAP_PAGES) {
+		mw_live_insert(&e, &stale);	/* not ours */
+		return 0;
+	}
+	*life = (int64_t)((generation() - mw_live_birth(&e)) & MW_BIRTH_MASK);
+	return 1;
+}
+
+void mw_track_reset(void)
+{
+	/* blocks born before the reset are forgotten: their frees then
+	 * pass through uncounted, as in a fresh window */
+	mw_live_clear(MW_SITE_HEAP_PAGES);	/* heap pages stay known */
+	mw_sites_forget_positions();		/* their watches are gone */
+	mw_sample_clear();
+	mw_sites_reset();
+	mw_track_since_ns = mw_monotonic_ns();
+}
+
+void mw_track_enable(void)
+{
+	/* code may have been freed unseen while we were not tracking */
+	mw_sites_forget_positions();
+	mw_age_unit = mw_ruby_present ? MW_AGE_GC : MW_AGE_NS;
+	mw_track_since_ns = mw_monotonic_ns();
+	__atomic_store_n(&mw_enabled, 1, __ATOMIC_RELEASE);
+}
+
+void mw_track_disable(void)
+{
+	__atomic_store_n(&mw_enabled, 0, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,410 @@
+/* scan.c - see scan.h */
+#define _GNU_SOURCE
+#include "report/scan.h"
+#include "core/live.h"
+#include "core/sites.h"
+#include "core/track.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK (1u << 20)	/* bytes read per process_vm_readv */
+#define MAX_REGIONS 65536
+
+/* A snapshot of one live block; sorted by start. */
+struct block {
+	uintptr_t start;
+	uint64_t size_site;	/* size: low 40 bits, site id: high 24 */
+};
+
+struct region {
+	uintptr_t start, end;
+};
+
+/* Everything the scan maps; all of it is skipped when reading. */
+struct work {
+	struct block *blocks;
+	size_t nblocks, cap;
+	uint8_t *marks;		/* 1 bit per block */
+	struct region *regions;
+	size_t nregions;
+	char *buf;		/* CHUNK bytes */
+	uintptr_t stack_lo, stack_hi;	/* this thread's stack mapping */
+};
+
+static void *map(size_t len)
+{
+	void *m = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static inline uint64_t bsize(const struct block *b)
+{
+	return b->size_site & ((UINT64_C(1) << 40) - 1);
+}
+
+static inline uint32_t bsite(const struct block *b)
+{
+	return (uint32_t)(b->size_site >> 40);
+}
+
+/* --- the snapshot ----------------------------------------------------- */
+
+static void take_block(const struct mw_live_entry *e, void *arg)
+{
+	struct work *w = arg;
+	uint32_t site = mw_live_site(e);
+
+	/* Ruby's heap pages are mmap'd by Ruby, not malloc blocks, and
+	 * code markers stand for blocks allocated before we tracked */
+	if (site == MW_SITE_HEAP_PAGES || site == MW_SITE_CODE ||
+	    w->nblocks == w->cap)
+		return;
+	w->blocks[w->nblocks].start = mw_live_ptr(e);
+	w->blocks[w->nblocks].size_site = mw_live_size(e) |
+					  (uint64_t)site << 40;
+	w->nblocks++;
+}
+
+static void sift_down(struct block *a, size_t i, size_t n)
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+		struct block t;
+
+		if (c >= n)
+			return;
+		if (c + 1 < n && a[c + 1].start > a[c].start)
+			c++;
+		if (a[i].start >= a[c].start)
+			return;
+		t = a[i];
+		a[i] = a[c];
+		a[c] = t;
+		i = c;
+	}
+}
+
+/* Heapsort: in place, no allocation (qsort may malloc). */
+static void sort_blocks(struct block *a, size_t n)
+{
+	size_t i;
+
+	for (i = n / 2; i-- > 0;)
+		sift_down(a, i, n);
+	for (i = n; i-- > 1;) {
+		struct block t = a[0];
+
+		a[0] = a[i];
+		a[i] = t;
+		sift_down(a, 0, i);
+	}
+}
+
+/* --- the regions -------------------------------------------------------- */
+
+static uintptr_t parse_hex(const char **p)
+{
+	uintptr_t v = 0;
+
+	for (;; (*p)++) {
+		char c = **p;
+
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uintptr_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+/* One line of /proc/self/maps: keeps private writable mappings but the
+ * special ones ([vvar], [vsyscall]) and device files. */
+static void take_region(struct work *w, const char *line, const char *end)
+{
+	const char *p = line, *path;
+	uintptr_t start, stop;
+	int fields = 0;
+
+	start = parse_hex(&p);
+	if (*p++ != '-')
+		return;
+	stop = parse_hex(&p);
+	if (*p++ != ' ' || end - p < 4)
+		return;
+	if (p[0] != 'r' || p[1] != 'w' || p[3] != 'p')
+		return;
+	/* path: after the 5 fields perms offset dev inode */
+	for (path = p; path < end && fields < 4; path++)
+		if (*path == ' ' && path[1] != ' ')
+			fields++;
+	while (path < end && *path == ' ')
+		path++;
+	if ((end - path >= 5 && memcmp(path, "/dev/", 5) == 0) ||
+	    (end - path >= 6 && memcmp(path, "[vvar]", 6) == 0) ||
+	    w->nregions == MAX_REGIONS)
+		return;
+	if (w->stack_lo >= start && w->stack_lo < stop)
+		return;		/* our own stack holds snapshot copies */
+	w->regions[w->nregions].start = start;
+	w->regions[w->nregions].end = stop;
+	w->nregions++;
+}
+
+static int read_regions(struct work *w)
+{
+	char buf[8192];
+	size_t have = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf + have, sizeof(buf) - have)) > 0) {
+		char *line = buf, *nl;
+
+		have += (size_t)n;
+		while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+			take_region(w, line, nl);
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf))
+			have = 0;	/* a line longer than the buffer */
+	}
+	close(fd);
+	return 0;
+}
+
+/* The scan's own mappings hold copies of block addresses: never read
+ * them (the kernel may have merged them with a neighbour's mapping). */
+static void own_ranges(const struct work *w, struct region out[4])
+{
+	out[0].start = (uintptr_t)w->blocks;
+	out[0].end = out[0].start + w->cap * sizeof(struct block);
+	out[1].start = (uintptr_t)w->marks;
+	out[1].end = out[1].start + w->cap / 8 + 1;
+	out[2].start = (uintptr_t)w->regions;
+	out[2].end = out[2].start + MAX_REGIONS * sizeof(struct region);
+	out[3].start = (uintptr_t)w->buf;
+	out[3].end = out[3].start + CHUNK;
+}
+
+/* Moves @a past any own range it is in and shortens *@len so that
+ * [a, a + len) meets none; returns the new @a. */
+static uintptr_t clip(const struct region own[4], uintptr_t a, size_t *len)
+{
+	int i, moved = 1;
+
+	while (moved) {
+		moved = 0;
+		for (i = 0; i < 4; i++) {
+			if (a >= own[i].start && a < own[i].end) {
+				size_t skip = own[i].end - a;
+
+				*len = *len > skip ? *len - skip : 0;
+				a = own[i].end;
+				moved = 1;
+			}
+		}
+	}
+	for (i = 0; i < 4; i++)
+		if (own[i].start > a && own[i].start - a < *len)
+			*len = own[i].start - a;
+	return a;
+}
+
+/* --- the scan ------------------------------------------------------------ */
+
+/* Marks the block @v points into, unless @from (where @v was found) is
+ * inside that block itself. */
+static inline void mark(struct work *w, uintptr_t v, uintptr_t from)
+{
+	size_t lo = 0, hi = w->nblocks;
+	const struct block *b;
+
+	while (hi - lo > 1) {		/* last block with start <= v */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w->blocks[mid].start <= v)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	b = &w->blocks[lo];
+	if (v < b->start || v >= b->start + bsize(b) + (bsize(b) == 0))
+		return;
+	if (from >= b->start && from < b->start + bsize(b))
+		return;
+	w->marks[lo / 8] |= (uint8_t)(1u << (lo % 8));
+}
+
+static void scan_words(struct work *w, const uintptr_t *words, size_t n,
+		       uintptr_t from, uintptr_t lo, uintptr_t hi)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uintptr_t v = words[i];
+
+		if (v >= lo && v < hi)
+			mark(w, v, from + i * sizeof(uintptr_t));
+	}
+}
+
+static void scan_regions(struct work *w, struct mw_scan *scan,
+			 uint64_t deadline, mw_scan_progress_fn progress,
+			 void *arg)
+{
+	const struct block *last = &w->blocks[w->nblocks - 1];
+	uintptr_t lo = w->blocks[0].start;
+	uintptr_t hi = last->start + bsize(last) + 1;
+	uint64_t next_report = now_ms() + 500;
+	pid_t pid = getpid();
+	struct region own[4];
+	size_t r;
+
+	own_ranges(w, own);
+	scan->complete = 1;
+	for (r = 0; r < w->nregions; r++) {
+		uintptr_t a = w->regions[r].start;
+
+		while (a < w->regions[r].end) {
+			size_t len = w->regions[r].end - a;
+			struct iovec local, remote;
+			ssize_t got;
+			uint64_t t;
+
+			a = clip(own, a, &len);
+			if (!len)
+				continue;
+			if (len > CHUNK)
+				len = CHUNK;
+			local.iov_base = w->buf;
+			local.iov_len = len;
+			remote.iov_base = (void *)a;
+			remote.iov_len = len;
+			got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+			if (got <= 0)
+				break;	/* unmapped meanwhile, or unreadable */
+			scan_words(w, (const uintptr_t *)w->buf,
+				   (size_t)got / sizeof(uintptr_t), a, lo, hi);
+			scan->memory_bytes += (uint64_t)got;
+			a += (uintptr_t)got;
+			t = now_ms();
+			if (t >= deadline) {
+				scan->complete = 0;
+				return;
+			}
+			if (progress && t >= next_report) {
+				progress(scan->memory_bytes, scan->total_bytes,
+					 arg);
+				next_report = t + 500;
+			}
+		}
+	}
+}
+
+static void tally(const struct work *w, struct mw_scan *scan)
+{
+	size_t i;
+
+	for (i = 0; i < w->nblocks; i++) {
+		const struct block *b = &w->blocks[i];
+		uint32_t site = bsite(b);
+		struct mw_scan_site *s;
+
+		if (site >= scan->nsites)
+			continue;
+		s = &scan->sites[site];
+		s->scanned_bytes += bsize(b);
+		s->scanned_count++;
+		if (!(w->marks[i / 8] & (1u << (i % 8)))) {
+			s->unref_bytes += bsize(b);
+			s->unref_count++;
+		}
+	}
+}
+
+static void unmap_work(struct work *w)
+{
+	if (w->blocks)
+		munmap(w->blocks, w->cap * sizeof(struct block));
+	if (w->marks)
+		munmap(w->marks, w->cap / 8 + 1);
+	if (w->regions)
+		munmap(w->regions, MAX_REGIONS * sizeof(struct region));
+	if (w->buf)
+		munmap(w->buf, CHUNK);
+}
+
+int mw_scan_run(struct mw_scan *scan, uint64_t budget_ms,
+		mw_scan_progress_fn progress, void *arg)
+{
+	struct work w;
+	uint64_t t0 = now_ms();
+	size_t r;
+	int ret;
+
+	memset(scan, 0, sizeof(*scan));
+	memset(&w, 0, sizeof(w));
+	w.stack_lo = (uintptr_t)&w;
+	/* room for blocks allocated while the snapshot is taken */
+	w.cap = (size_t)mw_live_count() + (size_t)mw_live_count() / 8 + 1024;
+	scan->nsites = mw_sites_count();
+	scan->sites_len = (size_t)scan->nsites * sizeof(struct mw_scan_site);
+	w.blocks = map(w.cap * sizeof(struct block));
+	w.marks = map(w.cap / 8 + 1);
+	w.regions = map(MAX_REGIONS * sizeof(struct region));
+	w.buf = map(CHUNK);
+	scan->sites = map(scan->sites_len);
+	if (!w.blocks || !w.marks || !w.regions || !w.buf || !scan->sites) {
+		unmap_work(&w);
+		mw_scan_free(scan);
+		return -ENOMEM;
+	}
+	mw_live_each(0, take_block, &w);
+	scan->blocks = w.nblocks;
+	ret = read_regions(&w);
+	if (ret) {
+		unmap_work(&w);
+		mw_scan_free(scan);
+		return ret;
+	}
+	for (r = 0; r < w.nregions; r++)
+		scan->total_bytes += w.regions[r].end - w.regions[r].start;
+	if (w.nblocks) {
+		sort_blocks(w.blocks, w.nblocks);
+		scan_regions(&w, scan, t0 + budget_ms, progress, arg);
+	} else {
+		scan->complete = 1;
+	}
+	tally(&w, scan);
+	unmap_work(&w);
+	scan->ms = now_ms() - t0;
+	return 0;
+}
+
+void mw_scan_free(struct mw_scan *scan)
+{
+	if (scan->sites)
+		munmap(scan->sites, scan->sites_len ? scan->sites_len : 1);
+	memset(scan, 0, sizeof(*scan));
+}
