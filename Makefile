@@ -56,7 +56,8 @@ help:
 deps:
 	@scripts/install-deps
 
-INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.c \
+INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
+	inject/ptrace.c inject/maps.c inject/elfsym.c \
 	inject/gdb.c inject/seccomp.c
 
 C_TESTS = build/tests/test_options build/tests/test_control
@@ -90,8 +91,7 @@ preload/libmwrap.so: $(LIB_OBJS)
 		[ "$$path" -ef "preload/$$so" ] || cp -L "$$path" "preload/$$so"; \
 	done
 
-inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h \
-		inject/gdb.h inject/seccomp.h inject/exitcodes.h preload/inject_abi.h
+inject/mwrap-inject: $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h
 	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c

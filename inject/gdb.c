@@ -17,8 +17,6 @@
 /* beyond the deadline, for a gdb session under way to finish its call */
 #define GDB_GRACE_MS 30000
 
-/* Same classes as mwrap-inject.c's exit codes. */
-
 static const char script_fmt[] =
 "set pagination off\n"
 "set confirm off\n"
@@ -166,8 +164,9 @@ static int maps_has(pid_t pid, const char *lib)
 }
 
 /* One gdb session running the script: its output in @out.  Returns 0,
- * 127 when gdb is missing, -1 when it could not be started, or 1 when it
- * was still running at @until (ms): then left running, never signalled.
+ * 127 when gdb is missing, -errno when it could not be started, or 1
+ * when it was still running at @until (ms): then left running, never
+ * signalled.
  * A SIGINT would make gdb interrupt the target with a SIGINT to the
  * target's whole process group, passed on when the target resumes;
  * SIGTERM or SIGKILL in the middle of a call kill the target later. */
@@ -177,17 +176,15 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 {
 	char leaf[MWI_MAX_LEAF * 20 + 1] = "";
 	char script[] = "/tmp/mwrap-inject.XXXXXX", pidbuf[16];
-	int fd, pipefd[2], status, late = 0;
+	int fd, pipefd[2], status, late = 0, err;
 	size_t len = 0;
 	pid_t gdb;
 	FILE *f;
 
 	out[0] = '\0';
 	fd = mkstemp(script);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		perror("mwrap-inject: gdb script");
-		return -1;
-	}
+	if (fd < 0 || !(f = fdopen(fd, "w")))
+		return -errno;
 	for (int i = 0; i < m->nleaf; i++)
 		snprintf(leaf + strlen(leaf), sizeof(leaf) - strlen(leaf),
 			 "%s%lu", i ? ", " : "", (unsigned long)m->leaf[i]);
@@ -195,8 +192,9 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 		(unsigned long)m->libc_hi, leaf, lib, fn, arg);
 	fclose(f);
 	if (pipe2(pipefd, O_CLOEXEC)) {
+		err = errno;
 		unlink(script);
-		return -1;
+		return -err;
 	}
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
 	gdb = fork();
@@ -210,11 +208,12 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 		       "set auto-solib-add off", "-x", script, (char *)NULL);
 		_exit(127);
 	}
+	err = errno;
 	close(pipefd[1]);
 	if (gdb < 0) {
 		close(pipefd[0]);
 		unlink(script);
-		return -1;
+		return -err;
 	}
 	for (;;) {
 		struct pollfd p = { pipefd[0], POLLIN, 0 };
@@ -247,18 +246,17 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 
 int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 		   const char *fn, const char *arg, double timeout, int verbose,
-		   int *result)
+		   int *result, struct mwi_failure *why)
 {
 	static char out[65536];
 	long deadline = now_ms() + (long)(timeout * 1000);
 	int ret, late = 0;
 	char *m;
 
-	if (!plain(lib) || !plain(fn) || !plain(arg)) {
-		fprintf(stderr, "mwrap-inject: gdb backend: quotes, backslashes "
-			"and control characters are not allowed in arguments\n");
-		return EX_USAGE;
-	}
+	if (!plain(lib) || !plain(fn) || !plain(arg))
+		return mwi_failf(why, EX_USAGE, "usage", 0, "gdb backend: "
+				 "quotes, backslashes and control characters "
+				 "are not allowed in arguments");
 	/* The script never waits: a thread at a safe point when gdb has
 	 * attached gets the call, else gdb detaches at once and we try again
 	 * later, until the deadline.  Waiting inside gdb (for a thread to
@@ -270,11 +268,11 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 		ret = run_gdb(pid, maps, lib, fn, arg, deadline + GDB_GRACE_MS,
 			      out, sizeof(out));
 		if (ret < 0)
-			return EX_TARGET;
-		if (ret == 127) {
-			fprintf(stderr, "mwrap-inject: gdb is not installed\n");
-			return EX_LOAD;
-		}
+			return mwi_failf(why, EX_TARGET, "gdb", -ret,
+					 "starting gdb: %s", strerror(-ret));
+		if (ret == 127)
+			return mwi_failf(why, EX_LOAD, "gdb", ENOENT,
+					 "gdb is not installed");
 		late = ret == 1;
 		if (late || !strstr(out, "MW_NOSAFE=") ||
 		    now_ms() + 50 >= deadline ||
@@ -285,28 +283,25 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 	if (verbose)
 		fputs(out, stderr);
 	if (kill(pid, 0) && errno == ESRCH)
-		return EX_GONE;
-	if ((m = strstr(out, "MW_ERR="))) {
-		fprintf(stderr, "mwrap-inject: dlopen: %s failed in the target: "
-			"%.*s\n", lib, (int)strcspn(m + 7, "\n"), m + 7);
-		return EX_LOAD;
-	}
-	if (strstr(out, "MW_NOSYM=")) {
-		fprintf(stderr, "mwrap-inject: dlsym: %s not found\n", fn);
-		return EX_SYMBOL;
-	}
-	if (strstr(out, "MW_NOSAFE=")) {
-		fprintf(stderr, "mwrap-inject: finding a safe point: timed out "
-			"(every thread inside libc or the loader, none "
-			"blocked in a lock-free syscall)\n");
-		return EX_NOSAFE;
-	}
+		return mwi_failf(why, EX_GONE, "process", ESRCH,
+				 "the process exited");
+	if ((m = strstr(out, "MW_ERR=")))
+		return mwi_failf(why, EX_LOAD, "dlopen", 0, "dlopen: %s failed "
+				 "in the target: %.*s", lib,
+				 (int)strcspn(m + 7, "\n"), m + 7);
+	if (strstr(out, "MW_NOSYM="))
+		return mwi_failf(why, EX_SYMBOL, "symbol", ENOENT,
+				 "dlsym: %s not found", fn);
+	if (strstr(out, "MW_NOSAFE="))
+		return mwi_failf(why, EX_NOSAFE, "safe-point", 0, "finding a "
+				 "safe point: timed out (every thread inside "
+				 "libc or the loader, none blocked in a "
+				 "lock-free syscall)");
 	m = strstr(out, "MW_RESULT=");
-	if (!m || !maps_has(pid, lib)) {
-		fprintf(stderr, "mwrap-inject: gdb did not complete the call%s\n",
-			late ? " (timed out)" : "");
-		return late ? EX_NOSAFE : EX_TARGET;
-	}
+	if (!m || !maps_has(pid, lib))
+		return mwi_failf(why, late ? EX_NOSAFE : EX_TARGET, "gdb", 0,
+				 "gdb did not complete the call%s",
+				 late ? " (timed out)" : "");
 	*result = atoi(m + 10);
 	return 0;
 }
