@@ -7,6 +7,7 @@
 #include "maps.h"
 #include "ptrace.h"
 #include "seccomp.h"
+#include "sigframe.h"
 #include "../preload/inject_abi.h"
 
 #include <dirent.h>
@@ -133,7 +134,7 @@ static int find_lib_syms(pid_t pid, const char *lib, const char *fn,
  * 0, or -errno (then the calls that follow stay unguarded). */
 static int fill_altstack(struct mwi_thread *t, const struct target_fns *f)
 {
-	unsigned char ss[24];
+	struct mwi_stack ss;
 	uint64_t args[2];
 	int ret;
 
@@ -142,9 +143,9 @@ static int fill_altstack(struct mwi_thread *t, const struct target_fns *f)
 	ret = mwi_call_guarded(t, f->sigaltstack, args, 2, f->restore_rt,
 			       f->restore_rt + sizeof(restore_rt_code));
 	if (!ret)
-		ret = mwi_peek(t, args[1], ss, sizeof(ss));
+		ret = mwi_peek(t, args[1], &ss, sizeof(ss));
 	/* on its alternate stack, rt_sigreturn could not restore it */
-	if (!ret && (ss[8] & 1 /* SS_ONSTACK */))
+	if (!ret && (ss.ss_flags & SS_ONSTACK))
 		ret = -EBUSY;
 	return ret;
 }

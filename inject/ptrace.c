@@ -1,6 +1,7 @@
 /* ptrace.c - see ptrace.h */
 #define _GNU_SOURCE
 #include "ptrace.h"
+#include "sigframe.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -407,82 +408,36 @@ static void restartable(const struct user_regs_struct *in,
 	out->orig_rax = (unsigned long long)-1;
 }
 
-/* Kernel x86-64 rt_sigframe layout (arch/x86/include/asm/sigframe.h,
- * uapi sigcontext.h): what rt_sigreturn reads at rsp - 8. */
-#define F_PRETCODE 0
-#define F_UC_FLAGS 8
-#define F_UC_STACK 24		/* stack_t: ss_sp, ss_flags, ss_size */
-#define F_SC 48			/* struct sigcontext */
-#define F_SIGMASK 304
-#define F_SIZE 440		/* + siginfo */
-#define UC_FLAGS 0x7		/* FP_XSTATE | SIGCONTEXT_SS | STRICT_RESTORE_SS */
-/* FP_XSTATE_MAGIC1/2 come from <asm/sigcontext.h> (via signal.h) */
-
-static void put64(unsigned char *f, size_t off, uint64_t v)
-{
-	memcpy(f + off, &v, sizeof(v));
-}
-
 uintptr_t mwi_frame_altstack(const struct mwi_thread *t)
 {
-	return t->frame_sp ? t->frame_sp + F_UC_STACK : 0;
+	return t->frame_sp ? t->frame_sp + MWI_SIGFRAME_ALTSTACK : 0;
 }
 
 int mwi_guard(struct mwi_thread *t)
 {
-	/* stack_t { ss_sp, ss_flags, ss_size }: SS_DISABLE until filled */
-	static const unsigned char no_altstack[24] = { [8] = 2 };
-	static unsigned char frame[F_SIZE], xs[sizeof(t->xstate)];
-	struct {			/* struct _fpx_sw_bytes */
-		uint32_t magic1, extended_size;
-		uint64_t xfeatures;
-		uint32_t xstate_size, padding[7];
-	} sw;
+	static struct mwi_rt_sigframe frame;
+	static unsigned char xs[sizeof(t->xstate)];
 	struct user_regs_struct r;
-	uint32_t xsize = (uint32_t)t->xstate_len, magic2 = FP_XSTATE_MAGIC2;
+	size_t xsize = t->xstate_len, fplen;
 	uintptr_t strings, fp, sp;
-	uint16_t seg[4];
-	uint64_t sc[18];
 	int ret;
 
-	/* ptrace's XSTATE keeps XCR0 where a signal frame keeps the
-	 * software bytes telling rt_sigreturn what the area holds */
-	if (!t->have_saved || !t->scratch_len || xsize < 576 ||
-	    xsize + sizeof(magic2) > sizeof(xs))
+	if (!t->have_saved || !t->scratch_len || xsize < MWI_XSAVE_MIN ||
+	    xsize + MWI_XSTATE_TRAILER > sizeof(xs))
 		return -ENOTSUP;
 	memcpy(xs, t->xstate, xsize);
-	memset(&sw, 0, sizeof(sw));
-	sw.magic1 = FP_XSTATE_MAGIC1;
-	sw.extended_size = xsize + (uint32_t)sizeof(magic2);
-	memcpy(&sw.xfeatures, t->xstate + 464, sizeof(sw.xfeatures));
-	sw.xstate_size = xsize;
-	memcpy(xs + 464, &sw, sizeof(sw));
+	fplen = mwi_sigframe_fpstate(xs, xsize);
 	strings = t->scratch + sizeof(t->scratch_saved) - t->scratch_len;
-	fp = (strings - xsize - sizeof(magic2)) & ~(uintptr_t)63;
-	sp = ((fp - F_SIZE) & ~(uintptr_t)15) - 8;	/* rsp = 8 mod 16 at entry */
+	fp = (strings - fplen) & ~(uintptr_t)63;
+	/* rsp = 8 mod 16 at entry */
+	sp = ((fp - sizeof(frame)) & ~(uintptr_t)15) - 8;
 	if (sp < t->scratch + 1024)
 		return -E2BIG;
 
 	restartable(&t->saved, &r);
-	memset(frame, 0, sizeof(frame));
-	put64(frame, F_UC_FLAGS, UC_FLAGS);
-	memcpy(frame + F_UC_STACK, no_altstack, sizeof(no_altstack));
-	sc[0] = r.r8; sc[1] = r.r9; sc[2] = r.r10; sc[3] = r.r11;
-	sc[4] = r.r12; sc[5] = r.r13; sc[6] = r.r14; sc[7] = r.r15;
-	sc[8] = r.rdi; sc[9] = r.rsi; sc[10] = r.rbp; sc[11] = r.rbx;
-	sc[12] = r.rdx; sc[13] = r.rax; sc[14] = r.rcx; sc[15] = r.rsp;
-	sc[16] = r.rip; sc[17] = r.eflags;
-	memcpy(frame + F_SC, sc, sizeof(sc));
-	seg[0] = (uint16_t)r.cs;
-	seg[1] = (uint16_t)r.gs;
-	seg[2] = (uint16_t)r.fs;
-	seg[3] = (uint16_t)r.ss;
-	memcpy(frame + F_SC + 144, seg, sizeof(seg));
-	put64(frame, F_SC + 184, fp);			/* fpstate */
-	put64(frame, F_SIGMASK, t->sigmask);
-	if ((ret = peek_poke(t, fp, xs, xsize, 1)) ||
-	    (ret = peek_poke(t, fp + xsize, &magic2, sizeof(magic2), 1)) ||
-	    (ret = peek_poke(t, sp, frame, sizeof(frame), 1)))
+	mwi_sigframe_fill(&frame, &r, t->sigmask, fp);
+	if ((ret = peek_poke(t, fp, xs, fplen, 1)) ||
+	    (ret = peek_poke(t, sp, &frame, sizeof(frame), 1)))
 		return ret;
 	t->frame_sp = sp;
 	return 0;
