@@ -57,8 +57,8 @@ deps:
 	@scripts/install-deps
 
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
-	inject/ptrace.c inject/sigframe.c inject/maps.c inject/elfsym.c \
-	inject/gdb.c inject/seccomp.c
+	inject/ptrace.c inject/sigframe.c inject/syscalls.c inject/maps.c \
+	inject/elfsym.c inject/gdb.c inject/seccomp.c
 
 C_TESTS = build/tests/test_options build/tests/test_control
 

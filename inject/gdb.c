@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "gdb.h"
 #include "exitcodes.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,11 +33,7 @@ static const char script_fmt[] =
 "LIB = \"%s\"\n"
 "FN = \"%s\"\n"
 "ARG = \"%s\"\n"
-/* read, poll, select, pselect6, ppoll, nanosleep, clock_nanosleep,
- * wait4, waitid, pause, epoll_wait/pwait, accept/4, recvfrom/msg,
- * rt_sigsuspend/timedwait, restart_syscall, pread64, readv */
-"SAFE = {0, 7, 23, 270, 271, 35, 230, 61, 247, 34, 232, 281, 43, 288,\n"
-"        45, 47, 130, 128, 219, 17, 19}\n"
+"SAFE = {%s}\n"	/* syscalls.h's mwi_blocking_safe */
 "def syscall_of(tid):\n"
 "    try:\n"
 "        with open('/proc/%%d/task/%%d/syscall' %% (PID, tid)) as f:\n"
@@ -174,7 +171,7 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 		   const char *fn, const char *arg, long until, char *out,
 		   size_t size)
 {
-	char leaf[MWI_MAX_LEAF * 20 + 1] = "";
+	char leaf[MWI_MAX_LEAF * 20 + 1] = "", safe[256] = "";
 	char script[] = "/tmp/mwrap-inject.XXXXXX", pidbuf[16];
 	int fd, pipefd[2], status, late = 0, err;
 	size_t len = 0;
@@ -188,8 +185,11 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 	for (int i = 0; i < m->nleaf; i++)
 		snprintf(leaf + strlen(leaf), sizeof(leaf) - strlen(leaf),
 			 "%s%lu", i ? ", " : "", (unsigned long)m->leaf[i]);
+	for (size_t i = 0; i < mwi_nblocking_safe; i++)
+		snprintf(safe + strlen(safe), sizeof(safe) - strlen(safe),
+			 "%s%ld", i ? ", " : "", mwi_blocking_safe[i]);
 	fprintf(f, script_fmt, (int)pid, (unsigned long)m->libc_lo,
-		(unsigned long)m->libc_hi, leaf, lib, fn, arg);
+		(unsigned long)m->libc_hi, leaf, lib, fn, arg, safe);
 	fclose(f);
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		err = errno;

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "ptrace.h"
 #include "sigframe.h"
+#include "syscalls.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -143,23 +144,6 @@ static int get_regs(struct mwi_thread *t, struct user_regs_struct *r)
 	return ptrace(PTRACE_GETREGS, t->tid, 0, r) ? -errno : 0;
 }
 
-/* Blocking syscalls during which a thread holds no libc or loader lock. */
-static int safe_syscall(long nr)
-{
-	switch (nr) {
-	case SYS_read: case SYS_pread64: case SYS_readv: case SYS_poll:
-	case SYS_ppoll: case SYS_select: case SYS_pselect6:
-	case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_nanosleep:
-	case SYS_clock_nanosleep: case SYS_wait4: case SYS_waitid:
-	case SYS_pause: case SYS_rt_sigsuspend: case SYS_accept:
-	case SYS_accept4: case SYS_recvfrom: case SYS_recvmsg:
-	case SYS_rt_sigtimedwait:
-	case SYS_restart_syscall:	/* continues one of the above */
-		return 1;
-	}
-	return 0;
-}
-
 static int in_syscall(const struct user_regs_struct *r)
 {
 	long rax = (long)r->rax;
@@ -242,7 +226,7 @@ static int check_point(struct mwi_thread *t, const struct mwi_maps *m)
 	if (ret)
 		return ret;
 	if (in_syscall(&r))
-		return safe_syscall((long)r.orig_rax) ? 0 : 2;
+		return mwi_syscall_blocking_safe((long)r.orig_rax) ? 0 : 2;
 	if (!mwi_maps_unsafe(m, r.rip))
 		return 0;
 	if (in_leaf_called_from_outside(t, m, &r)) {
