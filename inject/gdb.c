@@ -34,24 +34,14 @@ static const char script_fmt[] =
 "FN = \"%s\"\n"
 "ARG = \"%s\"\n"
 "SAFE = {%s}\n"	/* syscalls.h's mwi_blocking_safe */
+/* libc, the loader and our libraries' code (maps.c's unsafe ranges) */
+"UNSAFE = [%s]\n"
 "def syscall_of(tid):\n"
 "    try:\n"
 "        with open('/proc/%%d/task/%%d/syscall' %% (PID, tid)) as f:\n"
 "            return int(f.read().split()[0])\n"
 "    except Exception:\n"
 "        return -1\n"
-"def unsafe_ranges():\n"
-"    r = []\n"
-"    for line in open('/proc/%%d/maps' %% PID):\n"
-"        f = line.split()\n"
-"        if len(f) < 6 or 'x' not in f[1]:\n"
-"            continue\n"
-"        name = f[5].rsplit('/', 1)[-1]\n"
-"        if name.startswith(('libc.so', 'libc-', 'ld-', 'libmwrap',\n"
-"                            'liburcu')):\n"
-"            lo, hi = f[0].split('-')\n"
-"            r.append((int(lo, 16), int(hi, 16)))\n"
-"    return r\n"
 "def rd(addr, n):\n"
 "    return bytes(gdb.selected_inferior().read_memory(addr, n))\n"
 "def le(b, signed=False):\n"
@@ -107,7 +97,7 @@ static const char script_fmt[] =
  * the loader and our libraries) or in a libc string routine that code
  * called, as the native backend's stops */
 "if chosen is None:\n"
-"    bad = unsafe_ranges()\n"
+"    bad = UNSAFE\n"
 "    for t in threads:\n"
 "        t.switch()\n"
 "        pc = int(gdb.parse_and_eval('(unsigned long)$pc'))\n"
@@ -143,23 +133,6 @@ static long now_ms(void)
 	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int maps_has(pid_t pid, const char *lib)
-{
-	char path[64], line[4096];
-	const char *base = strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
-	FILE *f;
-	int found = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, base) != NULL;
-	fclose(f);
-	return found;
-}
-
 /* One gdb session running the script: its output in @out.  Returns 0,
  * 127 when gdb is missing, -errno when it could not be started, or 1
  * when it was still running at @until (ms): then left running, never
@@ -172,6 +145,7 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 		   size_t size)
 {
 	char leaf[MWI_MAX_LEAF * 20 + 1] = "", safe[256] = "";
+	char unsafe[MWI_MAX_RANGES * 44 + 1] = "";
 	char script[] = "/tmp/mwrap-inject.XXXXXX", pidbuf[16];
 	int fd, pipefd[2], status, late = 0, err;
 	size_t len = 0;
@@ -188,8 +162,13 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 	for (size_t i = 0; i < mwi_nblocking_safe; i++)
 		snprintf(safe + strlen(safe), sizeof(safe) - strlen(safe),
 			 "%s%ld", i ? ", " : "", mwi_blocking_safe[i]);
+	for (int i = 0; i < m->nunsafe; i++)
+		snprintf(unsafe + strlen(unsafe), sizeof(unsafe) -
+			 strlen(unsafe), "%s(%lu, %lu)", i ? ", " : "",
+			 (unsigned long)m->unsafe_lo[i],
+			 (unsigned long)m->unsafe_hi[i]);
 	fprintf(f, script_fmt, (int)pid, (unsigned long)m->libc_lo,
-		(unsigned long)m->libc_hi, leaf, lib, fn, arg, safe);
+		(unsigned long)m->libc_hi, leaf, lib, fn, arg, safe, unsafe);
 	fclose(f);
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		err = errno;
@@ -249,6 +228,9 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 		   int *result, struct mwi_failure *why)
 {
 	static char out[65536];
+	char shown[PATH_MAX];
+	unsigned long ino;
+	uintptr_t base;
 	long deadline = now_ms() + (long)(timeout * 1000);
 	int ret, late = 0;
 	char *m;
@@ -298,7 +280,7 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 				 "libc or the loader, none blocked in a "
 				 "lock-free syscall)");
 	m = strstr(out, "MW_RESULT=");
-	if (!m || !maps_has(pid, lib))
+	if (!m || mwi_maps_find(pid, lib, &base, &ino, shown, sizeof(shown)))
 		return mwi_failf(why, late ? EX_NOSAFE : EX_TARGET, "gdb", 0,
 				 "gdb did not complete the call%s",
 				 late ? " (timed out)" : "");
