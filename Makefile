@@ -58,7 +58,7 @@ deps:
 
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/ptrace.c inject/sigframe.c inject/syscalls.c inject/maps.c \
-	inject/elfsym.c inject/gdb.c inject/seccomp.c
+	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c
 
 C_TESTS = build/tests/test_options build/tests/test_control
 
@@ -91,7 +91,9 @@ preload/libmwrap.so: $(LIB_OBJS)
 		[ "$$path" -ef "preload/$$so" ] || cp -L "$$path" "preload/$$so"; \
 	done
 
-inject/mwrap-inject: $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h
+# gdb_script.S embeds inject/gdb/attach.py (.incbin, a path from here)
+inject/mwrap-inject: $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h \
+		inject/gdb/attach.py
 	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c

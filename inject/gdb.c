@@ -18,7 +18,11 @@
 /* beyond the deadline, for a gdb session under way to finish its call */
 #define GDB_GRACE_MS 30000
 
-static const char script_fmt[] =
+/* gdb/attach.py, embedded by gdb_script.S, NUL-terminated */
+extern const char mwi_gdb_attach_py[];
+
+/* gdb's commands, then the values attach.py reads, then attach.py */
+static const char script_head[] =
 "set pagination off\n"
 "set confirm off\n"
 "set unwindonsignal on\n"
@@ -26,94 +30,14 @@ static const char script_fmt[] =
 "handle SIGPIPE SIGUSR1 SIGUSR2 SIGHUP SIGTERM SIGQUIT SIGALRM SIGURG "
 "SIGVTALRM SIGCHLD SIGWINCH SIGINT SIGIO SIGPROF nostop noprint pass\n"
 "python\n"
-"import gdb\n"
 "PID = %d\n"
 "LIBC = (%lu, %lu)\n"
 "LEAF = {%s}\n"
 "LIB = \"%s\"\n"
 "FN = \"%s\"\n"
 "ARG = \"%s\"\n"
-"SAFE = {%s}\n"	/* syscalls.h's mwi_blocking_safe */
-/* libc, the loader and our libraries' code (maps.c's unsafe ranges) */
-"UNSAFE = [%s]\n"
-"def syscall_of(tid):\n"
-"    try:\n"
-"        with open('/proc/%%d/task/%%d/syscall' %% (PID, tid)) as f:\n"
-"            return int(f.read().split()[0])\n"
-"    except Exception:\n"
-"        return -1\n"
-"def rd(addr, n):\n"
-"    return bytes(gdb.selected_inferior().read_memory(addr, n))\n"
-"def le(b, signed=False):\n"
-"    return int.from_bytes(b, 'little', signed=signed)\n"
-/* inside a libc string routine called from code of its own: see
- * in_leaf_called_from_outside in ptrace.c */
-"def in_leaf(pc, sp, bad):\n"
-"    if not LEAF or not LIBC[0] <= pc < LIBC[1]:\n"
-"        return False\n"
-"    try:\n"
-"        ret = le(rd(sp, 8))\n"
-"        if any(lo <= ret < hi for lo, hi in bad):\n"
-"            return False\n"
-"        c = rd(ret - 6, 6)\n"
-"        disp = le(c[2:6], True)\n"
-"        if c[0:2] == b'\\xff\\x15':\n"
-"            return le(rd(ret + disp, 8)) in LEAF\n"
-"        if c[1] != 0xe8:\n"
-"            return False\n"
-"        dest = ret + disp\n"
-"        if dest in LEAF:\n"
-"            return True\n"
-"        s = rd(dest, 12)\n"
-"        i = 4 if s[0:4] == b'\\xf3\\x0f\\x1e\\xfa' else 0\n"
-"        i += 1 if s[i] == 0xf2 else 0\n"
-"        if s[i:i + 2] != b'\\xff\\x25':\n"
-"            return False\n"
-"        return le(rd(dest + i + 6 + le(s[i + 2:i + 6], True), 8)) in LEAF\n"
-"    except Exception:\n"	/* unreadable, or not an address at all */
-"        return False\n"
-"def call():\n"
-"    h = gdb.parse_and_eval('(void*)dlopen(\"%%s\", 4098)' %% LIB)\n"
-"    print('MW_HANDLE=%%#x' %% int(h))\n"
-"    if int(h) == 0:\n"
-"        e = gdb.parse_and_eval('(char*)dlerror()')\n"
-"        print('MW_ERR=%%s' %% (e.string() if int(e) else '?'))\n"
-"        return\n"
-"    s = gdb.parse_and_eval('(void*)dlsym((void*)%%d, \"%%s\")' %% (int(h), FN))\n"
-"    if int(s) == 0:\n"
-"        print('MW_NOSYM=1')\n"
-"        return\n"
-"    r = gdb.parse_and_eval('((int(*)(const char*))%%d)(\"%%s\")' %% (int(s), ARG))\n"
-"    print('MW_RESULT=%%d' %% int(r))\n"
-"gdb.execute('sharedlibrary libc.so', to_string=True)\n"
-"chosen = None\n"
-"threads = gdb.selected_inferior().threads()\n"
-"for t in threads:\n"
-"    if syscall_of(t.ptid[1]) in SAFE:\n"
-"        chosen = t\n"
-"        if t.ptid[1] == PID:\n"
-"            break\n"
-/* else a thread stopped by the attach in code of its own (outside libc,
- * the loader and our libraries) or in a libc string routine that code
- * called, as the native backend's stops */
-"if chosen is None:\n"
-"    bad = UNSAFE\n"
-"    for t in threads:\n"
-"        t.switch()\n"
-"        pc = int(gdb.parse_and_eval('(unsigned long)$pc'))\n"
-"        sp = int(gdb.parse_and_eval('(unsigned long)$sp'))\n"
-"        if syscall_of(t.ptid[1]) == -1 and \\\n"
-"           (not any(lo <= pc < hi for lo, hi in bad) or in_leaf(pc, sp, bad)):\n"
-"            chosen = t\n"
-"            break\n"
-"if chosen is None:\n"
-"    print('MW_NOSAFE=1')\n"
-"else:\n"
-"    chosen.switch()\n"
-"    print('MW_THREAD=%%d' %% chosen.ptid[1])\n"
-"    call()\n"
-"gdb.execute('detach')\n"
-"end\n";
+"SAFE = {%s}\n"
+"UNSAFE = [%s]\n";
 
 /* The strings go into Python and C literals: keep them plain. */
 static int plain(const char *s)
@@ -167,8 +91,10 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 			 strlen(unsafe), "%s(%lu, %lu)", i ? ", " : "",
 			 (unsigned long)m->unsafe_lo[i],
 			 (unsigned long)m->unsafe_hi[i]);
-	fprintf(f, script_fmt, (int)pid, (unsigned long)m->libc_lo,
+	fprintf(f, script_head, (int)pid, (unsigned long)m->libc_lo,
 		(unsigned long)m->libc_hi, leaf, lib, fn, arg, safe, unsafe);
+	fputs(mwi_gdb_attach_py, f);
+	fputs("end\n", f);
 	fclose(f);
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		err = errno;
