@@ -58,7 +58,8 @@ deps:
 
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/ptrace.c inject/sigframe.c inject/syscalls.c inject/maps.c \
-	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c
+	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
+	inject/bpfeval.c inject/scprobe.c inject/safepoint.c
 
 C_TESTS = build/tests/test_options build/tests/test_control
 

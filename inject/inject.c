@@ -6,7 +6,7 @@
 #include "gdb.h"
 #include "maps.h"
 #include "ptrace.h"
-#include "seccomp.h"
+#include "safepoint.h"
 #include "sigframe.h"
 #include "../preload/inject_abi.h"
 
@@ -260,7 +260,7 @@ static int call_in_some_thread(const struct mwi_request *rq,
 					fprintf(stderr, "mwrap-inject: calling "
 						"in thread %d\n", (int)thr.tid);
 				ret = call_in(&thr, fns, rq, result, why);
-				mwi_sc_settle(&thr);
+				mwi_settle(&thr);
 				mwi_release(&thr);
 				if (rq->verbose)
 					fprintf(stderr, "mwrap-inject: thread %d "

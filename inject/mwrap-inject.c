@@ -16,6 +16,7 @@
 #include "failure.h"
 #include "inject.h"
 #include "seccomp.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <getopt.h>

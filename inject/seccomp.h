@@ -16,18 +16,6 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "ptrace.h"
-#include "syscalls.h"
-
-/* What the filter makes of one syscall, worst first. */
-enum mwi_sc_action {
-	MWI_SC_KILL,	/* SECCOMP_RET_KILL_PROCESS/THREAD, an unknown action */
-	MWI_SC_TRAP,	/* SIGSYS: kills a target without a handler */
-	MWI_SC_ERRNO,	/* fails with an errno (also TRACE: ENOSYS) */
-	MWI_SC_NOTIFY,	/* USER_NOTIF: a supervisor runs it or fails it */
-	MWI_SC_ALLOW,	/* runs (also LOG) */
-};
-
 /* Judges process @pid's filter on every listed syscall and prints one
  * line per syscall ("syscall NAME NR ACTION NEED USER: EFFECT") and a
  * last line "verdict ok|degraded|refuse|unknown SOURCE: WHY".
@@ -40,16 +28,5 @@ enum mwi_sc_action {
  * (no code runs in it) and forks children of ours to probe.  Nothing
  * in the target changes. */
 int mwi_sc_check(pid_t pid, FILE *out, int verbose);
-
-/* Call before mwi_release() on a thread stopped at the entry of the
- * rt_sigreturn that ends a guarded call: skips that syscall and leaves
- * the thread at its exit stop, where the restore is safe.  Restoring at
- * the entry stop itself skips it too (orig_rax = -1), but the filter
- * still runs on syscall -1 and the kernel writes its answer (the
- * runtimes' defaults: ENOSYS or EPERM) over the restored rax: the
- * thread's interrupted syscall then fails with it.  0 (also when there
- * is nothing to do), or -errno.
- * Context: the injector, with @t seized. */
-int mwi_sc_settle(struct mwi_thread *t);
 
 #endif

@@ -3,7 +3,7 @@
  *  - the ones an attach makes in the target, with how much it needs
  *    each: seccomp.c judges the target's filter on them;
  *  - the blocking ones during which a thread holds no libc or loader
- *    lock, so that a thread stopped in one is at a safe point: ptrace.c
+ *    lock, so that a thread stopped in one is at a safe point: safepoint.c
  *    asks, and gdb.c renders them into its script. */
 #ifndef MWI_SYSCALLS_H
 #define MWI_SYSCALLS_H

@@ -29,7 +29,7 @@ def le(b, signed=False):
 
 
 # Inside a libc string routine called from code of its own: see
-# in_leaf_called_from_outside in ptrace.c.
+# in_leaf_called_from_outside in safepoint.c.
 def in_leaf(pc, sp, bad):
     if not LEAF or not LIBC[0] <= pc < LIBC[1]:
         return False
