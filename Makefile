@@ -61,7 +61,8 @@ INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
 	inject/bpfeval.c inject/scprobe.c inject/safepoint.c
 
-C_TESTS = build/tests/test_options build/tests/test_control
+C_TESTS = build/tests/test_options build/tests/test_control \
+	build/tests/test_elfsym
 
 build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS) \
 	build/bench/libcount.so ruby-ext/lib/mwrap_ext.so
@@ -127,6 +128,18 @@ build/targets/deepbind-jemalloc: tests/targets/deepbind.c
 build/tests/test_%: tests/c/test_%.c preload/%.c tests/c/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ $< preload/$*.c
+
+# inject/elfsym.c, tried on a library built for it, stripped and not
+build/tests/libelfsym.so: tests/c/elfsym_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
+
+build/tests/libelfsym-stripped.so: build/tests/libelfsym.so
+	strip --strip-all -o $@ $<
+
+build/tests/test_elfsym: tests/c/test_elfsym.c inject/elfsym.c inject/elfsym.h \
+		tests/c/tap.h build/tests/libelfsym.so build/tests/libelfsym-stripped.so
+	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/elfsym.c -ldl
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: preload/libmwrap.so
