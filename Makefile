@@ -58,10 +58,13 @@ deps:
 deps-build:
 	@scripts/install-deps build
 
-INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.c \
-	inject/gdb.c inject/seccomp.c
+INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
+	inject/ptrace.c inject/sigframe.c inject/syscalls.c inject/maps.c \
+	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
+	inject/bpfeval.c inject/scprobe.c inject/safepoint.c
 
-C_TESTS = build/tests/test_options build/tests/test_control
+C_TESTS = build/tests/test_options build/tests/test_control \
+	build/tests/test_elfsym
 
 PRODUCT = preload/libmwrap.so inject/mwrap-inject ruby-ext/lib/mwrap_ext.so
 
@@ -95,8 +98,9 @@ preload/libmwrap.so: $(LIB_OBJS)
 		[ "$$path" -ef "preload/$$so" ] || cp -L "$$path" "preload/$$so"; \
 	done
 
-inject/mwrap-inject: $(INJECT_SRCS) inject/ptrace.h inject/maps.h inject/elfsym.h \
-		inject/gdb.h inject/seccomp.h inject/exitcodes.h preload/inject_abi.h
+# gdb_script.S embeds inject/gdb/attach.py (.incbin, a path from here)
+inject/mwrap-inject: $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h \
+		inject/gdb/attach.py
 	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c
@@ -137,6 +141,18 @@ build/tests/test_control: preload/base/command.c
 build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ $< $(filter preload/%.c,$^)
+
+# inject/elfsym.c, tried on a library built for it, stripped and not
+build/tests/libelfsym.so: tests/c/elfsym_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
+
+build/tests/libelfsym-stripped.so: build/tests/libelfsym.so
+	strip --strip-all -o $@ $<
+
+build/tests/test_elfsym: tests/c/test_elfsym.c inject/elfsym.c inject/elfsym.h \
+		tests/c/tap.h build/tests/libelfsym.so build/tests/libelfsym-stripped.so
+	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/elfsym.c -ldl
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: preload/libmwrap.so

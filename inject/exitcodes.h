@@ -1,5 +1,5 @@
 /* exitcodes.h - mwrap-inject's exit codes, one per failure class.
- * Both backends (ptrace.c's sequence, gdb.c) return them; the front end
+ * Both backends (inject.c's sequence, gdb.c) return them; the front end
  * reads them by name from `mwrap-inject --exit-codes`, so a number lives
  * only here. */
 #ifndef MWI_EXITCODES_H

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "gdb.h"
 #include "exitcodes.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,9 +18,11 @@
 /* beyond the deadline, for a gdb session under way to finish its call */
 #define GDB_GRACE_MS 30000
 
-/* Same classes as mwrap-inject.c's exit codes. */
+/* gdb/attach.py, embedded by gdb_script.S, NUL-terminated */
+extern const char mwi_gdb_attach_py[];
 
-static const char script_fmt[] =
+/* gdb's commands, then the values attach.py reads, then attach.py */
+static const char script_head[] =
 "set pagination off\n"
 "set confirm off\n"
 "set unwindonsignal on\n"
@@ -27,108 +30,14 @@ static const char script_fmt[] =
 "handle SIGPIPE SIGUSR1 SIGUSR2 SIGHUP SIGTERM SIGQUIT SIGALRM SIGURG "
 "SIGVTALRM SIGCHLD SIGWINCH SIGINT SIGIO SIGPROF nostop noprint pass\n"
 "python\n"
-"import gdb\n"
 "PID = %d\n"
 "LIBC = (%lu, %lu)\n"
 "LEAF = {%s}\n"
 "LIB = \"%s\"\n"
 "FN = \"%s\"\n"
 "ARG = \"%s\"\n"
-/* read, poll, select, pselect6, ppoll, nanosleep, clock_nanosleep,
- * wait4, waitid, pause, epoll_wait/pwait, accept/4, recvfrom/msg,
- * rt_sigsuspend/timedwait, restart_syscall, pread64, readv */
-"SAFE = {0, 7, 23, 270, 271, 35, 230, 61, 247, 34, 232, 281, 43, 288,\n"
-"        45, 47, 130, 128, 219, 17, 19}\n"
-"def syscall_of(tid):\n"
-"    try:\n"
-"        with open('/proc/%%d/task/%%d/syscall' %% (PID, tid)) as f:\n"
-"            return int(f.read().split()[0])\n"
-"    except Exception:\n"
-"        return -1\n"
-"def unsafe_ranges():\n"
-"    r = []\n"
-"    for line in open('/proc/%%d/maps' %% PID):\n"
-"        f = line.split()\n"
-"        if len(f) < 6 or 'x' not in f[1]:\n"
-"            continue\n"
-"        name = f[5].rsplit('/', 1)[-1]\n"
-"        if name.startswith(('libc.so', 'libc-', 'ld-', 'libmwrap',\n"
-"                            'liburcu')):\n"
-"            lo, hi = f[0].split('-')\n"
-"            r.append((int(lo, 16), int(hi, 16)))\n"
-"    return r\n"
-"def rd(addr, n):\n"
-"    return bytes(gdb.selected_inferior().read_memory(addr, n))\n"
-"def le(b, signed=False):\n"
-"    return int.from_bytes(b, 'little', signed=signed)\n"
-/* inside a libc string routine called from code of its own: see
- * in_leaf_called_from_outside in ptrace.c */
-"def in_leaf(pc, sp, bad):\n"
-"    if not LEAF or not LIBC[0] <= pc < LIBC[1]:\n"
-"        return False\n"
-"    try:\n"
-"        ret = le(rd(sp, 8))\n"
-"        if any(lo <= ret < hi for lo, hi in bad):\n"
-"            return False\n"
-"        c = rd(ret - 6, 6)\n"
-"        disp = le(c[2:6], True)\n"
-"        if c[0:2] == b'\\xff\\x15':\n"
-"            return le(rd(ret + disp, 8)) in LEAF\n"
-"        if c[1] != 0xe8:\n"
-"            return False\n"
-"        dest = ret + disp\n"
-"        if dest in LEAF:\n"
-"            return True\n"
-"        s = rd(dest, 12)\n"
-"        i = 4 if s[0:4] == b'\\xf3\\x0f\\x1e\\xfa' else 0\n"
-"        i += 1 if s[i] == 0xf2 else 0\n"
-"        if s[i:i + 2] != b'\\xff\\x25':\n"
-"            return False\n"
-"        return le(rd(dest + i + 6 + le(s[i + 2:i + 6], True), 8)) in LEAF\n"
-"    except Exception:\n"	/* unreadable, or not an address at all */
-"        return False\n"
-"def call():\n"
-"    h = gdb.parse_and_eval('(void*)dlopen(\"%%s\", 4098)' %% LIB)\n"
-"    print('MW_HANDLE=%%#x' %% int(h))\n"
-"    if int(h) == 0:\n"
-"        e = gdb.parse_and_eval('(char*)dlerror()')\n"
-"        print('MW_ERR=%%s' %% (e.string() if int(e) else '?'))\n"
-"        return\n"
-"    s = gdb.parse_and_eval('(void*)dlsym((void*)%%d, \"%%s\")' %% (int(h), FN))\n"
-"    if int(s) == 0:\n"
-"        print('MW_NOSYM=1')\n"
-"        return\n"
-"    r = gdb.parse_and_eval('((int(*)(const char*))%%d)(\"%%s\")' %% (int(s), ARG))\n"
-"    print('MW_RESULT=%%d' %% int(r))\n"
-"gdb.execute('sharedlibrary libc.so', to_string=True)\n"
-"chosen = None\n"
-"threads = gdb.selected_inferior().threads()\n"
-"for t in threads:\n"
-"    if syscall_of(t.ptid[1]) in SAFE:\n"
-"        chosen = t\n"
-"        if t.ptid[1] == PID:\n"
-"            break\n"
-/* else a thread stopped by the attach in code of its own (outside libc,
- * the loader and our libraries) or in a libc string routine that code
- * called, as the native backend's stops */
-"if chosen is None:\n"
-"    bad = unsafe_ranges()\n"
-"    for t in threads:\n"
-"        t.switch()\n"
-"        pc = int(gdb.parse_and_eval('(unsigned long)$pc'))\n"
-"        sp = int(gdb.parse_and_eval('(unsigned long)$sp'))\n"
-"        if syscall_of(t.ptid[1]) == -1 and \\\n"
-"           (not any(lo <= pc < hi for lo, hi in bad) or in_leaf(pc, sp, bad)):\n"
-"            chosen = t\n"
-"            break\n"
-"if chosen is None:\n"
-"    print('MW_NOSAFE=1')\n"
-"else:\n"
-"    chosen.switch()\n"
-"    print('MW_THREAD=%%d' %% chosen.ptid[1])\n"
-"    call()\n"
-"gdb.execute('detach')\n"
-"end\n";
+"SAFE = {%s}\n"
+"UNSAFE = [%s]\n";
 
 /* The strings go into Python and C literals: keep them plain. */
 static int plain(const char *s)
@@ -148,26 +57,10 @@ static long now_ms(void)
 	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int maps_has(pid_t pid, const char *lib)
-{
-	char path[64], line[4096];
-	const char *base = strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
-	FILE *f;
-	int found = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, base) != NULL;
-	fclose(f);
-	return found;
-}
-
 /* One gdb session running the script: its output in @out.  Returns 0,
- * 127 when gdb is missing, -1 when it could not be started, or 1 when it
- * was still running at @until (ms): then left running, never signalled.
+ * 127 when gdb is missing, -errno when it could not be started, or 1
+ * when it was still running at @until (ms): then left running, never
+ * signalled.
  * A SIGINT would make gdb interrupt the target with a SIGINT to the
  * target's whole process group, passed on when the target resumes;
  * SIGTERM or SIGKILL in the middle of a call kill the target later. */
@@ -175,28 +68,38 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 		   const char *fn, const char *arg, long until, char *out,
 		   size_t size)
 {
-	char leaf[MWI_MAX_LEAF * 20 + 1] = "";
+	char leaf[MWI_MAX_LEAF * 20 + 1] = "", safe[256] = "";
+	char unsafe[MWI_MAX_RANGES * 44 + 1] = "";
 	char script[] = "/tmp/mwrap-inject.XXXXXX", pidbuf[16];
-	int fd, pipefd[2], status, late = 0;
+	int fd, pipefd[2], status, late = 0, err;
 	size_t len = 0;
 	pid_t gdb;
 	FILE *f;
 
 	out[0] = '\0';
 	fd = mkstemp(script);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		perror("mwrap-inject: gdb script");
-		return -1;
-	}
+	if (fd < 0 || !(f = fdopen(fd, "w")))
+		return -errno;
 	for (int i = 0; i < m->nleaf; i++)
 		snprintf(leaf + strlen(leaf), sizeof(leaf) - strlen(leaf),
 			 "%s%lu", i ? ", " : "", (unsigned long)m->leaf[i]);
-	fprintf(f, script_fmt, (int)pid, (unsigned long)m->libc_lo,
-		(unsigned long)m->libc_hi, leaf, lib, fn, arg);
+	for (size_t i = 0; i < mwi_nblocking_safe; i++)
+		snprintf(safe + strlen(safe), sizeof(safe) - strlen(safe),
+			 "%s%ld", i ? ", " : "", mwi_blocking_safe[i]);
+	for (int i = 0; i < m->nunsafe; i++)
+		snprintf(unsafe + strlen(unsafe), sizeof(unsafe) -
+			 strlen(unsafe), "%s(%lu, %lu)", i ? ", " : "",
+			 (unsigned long)m->unsafe_lo[i],
+			 (unsigned long)m->unsafe_hi[i]);
+	fprintf(f, script_head, (int)pid, (unsigned long)m->libc_lo,
+		(unsigned long)m->libc_hi, leaf, lib, fn, arg, safe, unsafe);
+	fputs(mwi_gdb_attach_py, f);
+	fputs("end\n", f);
 	fclose(f);
 	if (pipe2(pipefd, O_CLOEXEC)) {
+		err = errno;
 		unlink(script);
-		return -1;
+		return -err;
 	}
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
 	gdb = fork();
@@ -210,11 +113,12 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 		       "set auto-solib-add off", "-x", script, (char *)NULL);
 		_exit(127);
 	}
+	err = errno;
 	close(pipefd[1]);
 	if (gdb < 0) {
 		close(pipefd[0]);
 		unlink(script);
-		return -1;
+		return -err;
 	}
 	for (;;) {
 		struct pollfd p = { pipefd[0], POLLIN, 0 };
@@ -247,18 +151,20 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 
 int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 		   const char *fn, const char *arg, double timeout, int verbose,
-		   int *result)
+		   int *result, struct mwi_failure *why)
 {
 	static char out[65536];
+	char shown[PATH_MAX];
+	unsigned long ino;
+	uintptr_t base;
 	long deadline = now_ms() + (long)(timeout * 1000);
 	int ret, late = 0;
 	char *m;
 
-	if (!plain(lib) || !plain(fn) || !plain(arg)) {
-		fprintf(stderr, "mwrap-inject: gdb backend: quotes, backslashes "
-			"and control characters are not allowed in arguments\n");
-		return EX_USAGE;
-	}
+	if (!plain(lib) || !plain(fn) || !plain(arg))
+		return mwi_failf(why, EX_USAGE, "usage", 0, "gdb backend: "
+				 "quotes, backslashes and control characters "
+				 "are not allowed in arguments");
 	/* The script never waits: a thread at a safe point when gdb has
 	 * attached gets the call, else gdb detaches at once and we try again
 	 * later, until the deadline.  Waiting inside gdb (for a thread to
@@ -270,11 +176,11 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 		ret = run_gdb(pid, maps, lib, fn, arg, deadline + GDB_GRACE_MS,
 			      out, sizeof(out));
 		if (ret < 0)
-			return EX_TARGET;
-		if (ret == 127) {
-			fprintf(stderr, "mwrap-inject: gdb is not installed\n");
-			return EX_LOAD;
-		}
+			return mwi_failf(why, EX_TARGET, "gdb", -ret,
+					 "starting gdb: %s", strerror(-ret));
+		if (ret == 127)
+			return mwi_failf(why, EX_LOAD, "gdb", ENOENT,
+					 "gdb is not installed");
 		late = ret == 1;
 		if (late || !strstr(out, "MW_NOSAFE=") ||
 		    now_ms() + 50 >= deadline ||
@@ -285,28 +191,25 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 	if (verbose)
 		fputs(out, stderr);
 	if (kill(pid, 0) && errno == ESRCH)
-		return EX_GONE;
-	if ((m = strstr(out, "MW_ERR="))) {
-		fprintf(stderr, "mwrap-inject: dlopen: %s failed in the target: "
-			"%.*s\n", lib, (int)strcspn(m + 7, "\n"), m + 7);
-		return EX_LOAD;
-	}
-	if (strstr(out, "MW_NOSYM=")) {
-		fprintf(stderr, "mwrap-inject: dlsym: %s not found\n", fn);
-		return EX_SYMBOL;
-	}
-	if (strstr(out, "MW_NOSAFE=")) {
-		fprintf(stderr, "mwrap-inject: finding a safe point: timed out "
-			"(every thread inside libc or the loader, none "
-			"blocked in a lock-free syscall)\n");
-		return EX_NOSAFE;
-	}
+		return mwi_failf(why, EX_GONE, "process", ESRCH,
+				 "the process exited");
+	if ((m = strstr(out, "MW_ERR=")))
+		return mwi_failf(why, EX_LOAD, "dlopen", 0, "dlopen: %s failed "
+				 "in the target: %.*s", lib,
+				 (int)strcspn(m + 7, "\n"), m + 7);
+	if (strstr(out, "MW_NOSYM="))
+		return mwi_failf(why, EX_SYMBOL, "symbol", ENOENT,
+				 "dlsym: %s not found", fn);
+	if (strstr(out, "MW_NOSAFE="))
+		return mwi_failf(why, EX_NOSAFE, "safe-point", 0, "finding a "
+				 "safe point: timed out (every thread inside "
+				 "libc or the loader, none blocked in a "
+				 "lock-free syscall)");
 	m = strstr(out, "MW_RESULT=");
-	if (!m || !maps_has(pid, lib)) {
-		fprintf(stderr, "mwrap-inject: gdb did not complete the call%s\n",
-			late ? " (timed out)" : "");
-		return late ? EX_NOSAFE : EX_TARGET;
-	}
+	if (!m || mwi_maps_find(pid, lib, &base, &ino, shown, sizeof(shown)))
+		return mwi_failf(why, late ? EX_NOSAFE : EX_TARGET, "gdb", 0,
+				 "gdb did not complete the call%s",
+				 late ? " (timed out)" : "");
 	*result = atoi(m + 10);
 	return 0;
 }

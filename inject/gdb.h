@@ -14,12 +14,13 @@
 
 #include <sys/types.h>
 
+#include "failure.h"
 #include "maps.h"
 
-/* Returns 0 with *@result set, or a mwrap-inject exit code (> 0) after
- * printing the reason. */
+/* Returns 0 with *@result set, or a mwrap-inject exit code (> 0) with
+ * the reason in @why. */
 int mwi_gdb_inject(pid_t pid, const struct mwi_maps *m, const char *lib,
 		   const char *fn, const char *arg, double timeout, int verbose,
-		   int *result);
+		   int *result, struct mwi_failure *why);
 
 #endif

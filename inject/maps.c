@@ -21,55 +21,80 @@ static int is_unsafe_object(const char *base)
 	       strncmp(base, "liburcu", 7) == 0;
 }
 
-/* /proc/PID/maps, opened for reading line by line; NULL with errno. */
-static FILE *open_maps(pid_t pid)
-{
-	char path[64];
+/* One line of /proc/PID/maps. */
+struct maps_line {
+	unsigned long lo, hi, off, ino;
+	char perms[8], dev[32];
+	char path[PATH_MAX];	/* "" for an anonymous mapping */
+};
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	return fopen(path, "re");
-}
-
-/* Where libc is mapped in process @pid: its load base, executable range,
- * device and inode.  0 or -ENOENT (or -errno). */
-static int find_libc(pid_t pid, uintptr_t *base, uintptr_t *lo_x,
-		     uintptr_t *hi_x, char *dev, unsigned long *ino,
-		     char *path, size_t len)
+/* Calls @fn on each line of process @pid's maps until it returns
+ * non-zero.  0, or -errno when the file cannot be read. */
+static int each_line(pid_t pid, int (*fn)(const struct maps_line *, void *),
+		     void *arg)
 {
-	char buf[PATH_MAX + 256];
+	char path[64], buf[PATH_MAX + 256];
+	struct maps_line l;
 	FILE *f;
 
-	*base = *lo_x = *hi_x = 0;
-	f = open_maps(pid);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	while (fgets(buf, sizeof(buf), f)) {
-		unsigned long lo, hi, off, inode;
-		char perms[8], file[PATH_MAX], d[32];
-		const char *name;
-
-		file[0] = '\0';
-		if (sscanf(buf, "%lx-%lx %7s %lx %31s %lu %4095[^\n]", &lo, &hi,
-			   perms, &off, d, &inode, file) < 6 ||
-		    file[0] != '/' || strstr(file, " (deleted)"))
+		l.path[0] = '\0';
+		if (sscanf(buf, "%lx-%lx %7s %lx %31s %lu %4095[^\n]", &l.lo,
+			   &l.hi, l.perms, &l.off, l.dev, &l.ino, l.path) < 6)
 			continue;
-		name = strrchr(file, '/') + 1;
-		if (!is_libc(name))
-			continue;
-		if (off == 0 && !*base) {
-			*base = lo;
-			*ino = inode;
-			snprintf(dev, 32, "%s", d);
-			if (path)
-				snprintf(path, len, "%s", file);
-		}
-		if (perms[2] == 'x' && *base && inode == *ino && !*lo_x) {
-			*lo_x = lo;
-			*hi_x = hi;
-		}
+		if (fn(&l, arg))
+			break;
 	}
 	fclose(f);
-	return *base ? 0 : -ENOENT;
+	return 0;
+}
+
+/* The name of a mapped file (after its last '/'), or NULL. */
+static const char *file_name(const struct maps_line *l)
+{
+	return l->path[0] == '/' ? strrchr(l->path, '/') + 1 : NULL;
+}
+
+struct libc_map {
+	uintptr_t base, lo_x, hi_x;	/* load base, executable range */
+	unsigned long ino;
+	char dev[32];
+	char *path;			/* as maps shows it, or NULL */
+	size_t len;
+};
+
+static int libc_line(const struct maps_line *l, void *arg)
+{
+	struct libc_map *c = arg;
+	const char *name = file_name(l);
+
+	if (!name || strstr(l->path, " (deleted)") || !is_libc(name))
+		return 0;
+	if (l->off == 0 && !c->base) {
+		c->base = l->lo;
+		c->ino = l->ino;
+		snprintf(c->dev, sizeof(c->dev), "%s", l->dev);
+		if (c->path)
+			snprintf(c->path, c->len, "%s", l->path);
+	}
+	if (l->perms[2] == 'x' && c->base && l->ino == c->ino && !c->lo_x) {
+		c->lo_x = l->lo;
+		c->hi_x = l->hi;
+	}
+	return 0;
+}
+
+/* Where libc is mapped in process @pid; @c->path, if set, gets its
+ * path.  0 or -ENOENT (or -errno). */
+static int find_libc(pid_t pid, struct libc_map *c)
+{
+	int ret = each_line(pid, libc_line, c);
+
+	return ret ? ret : c->base ? 0 : -ENOENT;
 }
 
 /* Routines that keep no lock and no state of their own: they read and
@@ -103,59 +128,52 @@ static const char *const leaf_names[] = {
  * choice) no entry matches and libc stays unsafe as a whole. */
 static void find_leaves(pid_t pid, struct mwi_maps *m)
 {
-	char dev[32], our_dev[32];
-	uintptr_t base, our_base, lo, hi;
-	unsigned long ino, our_ino;
+	struct libc_map its = { 0 }, ours = { 0 };
 	size_t i;
 
-	if (find_libc(pid, &base, &lo, &hi, dev, &ino, NULL, 0) ||
-	    find_libc(getpid(), &our_base, &lo, &hi, our_dev, &our_ino,
-		      NULL, 0) ||
-	    ino != our_ino || strcmp(dev, our_dev))
+	if (find_libc(pid, &its) || find_libc(getpid(), &ours) ||
+	    its.ino != ours.ino || strcmp(its.dev, ours.dev))
 		return;
 	for (i = 0; i < sizeof(leaf_names) / sizeof(leaf_names[0]) &&
 		    m->nleaf < MWI_MAX_LEAF; i++) {
 		uintptr_t at = (uintptr_t)dlsym(RTLD_DEFAULT, leaf_names[i]);
 
 		/* ours if in our libc's code (not an interposer's) */
-		if (at >= lo && at < hi)
-			m->leaf[m->nleaf++] = at - our_base + base;
+		if (at >= ours.lo_x && at < ours.hi_x)
+			m->leaf[m->nleaf++] = at - ours.base + its.base;
 	}
+}
+
+static int unsafe_line(const struct maps_line *l, void *arg)
+{
+	struct mwi_maps *m = arg;
+	const char *name = file_name(l);
+
+	if (name && l->perms[2] == 'x' && is_unsafe_object(name) &&
+	    m->nunsafe < MWI_MAX_RANGES) {
+		m->unsafe_lo[m->nunsafe] = l->lo;
+		m->unsafe_hi[m->nunsafe++] = l->hi;
+	}
+	return 0;
 }
 
 int mwi_maps_read(pid_t pid, struct mwi_maps *m)
 {
-	char buf[PATH_MAX + 256], dev[32];
-	FILE *f;
+	struct libc_map c = { .path = m->libc_path,
+			      .len = sizeof(m->libc_path) };
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	ret = find_libc(pid, &m->libc_base, &m->libc_lo, &m->libc_hi, dev,
-			&m->libc_ino, m->libc_path, sizeof(m->libc_path));
+	ret = find_libc(pid, &c);
 	if (ret)
 		return ret;
-	f = open_maps(pid);
-	if (!f)
-		return -errno;
-	while (fgets(buf, sizeof(buf), f)) {
-		unsigned long lo, hi, off, ino;
-		char perms[8], file[PATH_MAX];
-		const char *base;
-
-		file[0] = '\0';
-		if (sscanf(buf, "%lx-%lx %7s %lx %*s %lu %4095[^\n]", &lo, &hi,
-			   perms, &off, &ino, file) < 5 || file[0] != '/')
-			continue;
-		base = strrchr(file, '/') + 1;
-		if (strncmp(base, "libmwrap", 8) == 0)
-			m->has_libmwrap = 1;
-		if (perms[2] == 'x' && is_unsafe_object(base) &&
-		    m->nunsafe < MWI_MAX_RANGES) {
-			m->unsafe_lo[m->nunsafe] = lo;
-			m->unsafe_hi[m->nunsafe++] = hi;
-		}
-	}
-	fclose(f);
+	m->libc_base = c.base;
+	m->libc_lo = c.lo_x;
+	m->libc_hi = c.hi_x;
+	m->libc_ino = c.ino;
+	ret = each_line(pid, unsafe_line, m);
+	if (ret)
+		return ret;
 	find_leaves(pid, m);
 	return 0;
 }
@@ -180,59 +198,41 @@ int mwi_maps_unsafe(const struct mwi_maps *m, uintptr_t pc)
 	return 0;
 }
 
+struct file_query {
+	const char *file;
+	uintptr_t base;
+	unsigned long ino;
+	char *shown;
+	size_t len;
+	int found;
+};
+
+static int file_line(const struct maps_line *l, void *arg)
+{
+	struct file_query *q = arg;
+	size_t flen = strlen(q->file), nlen = strlen(l->path);
+
+	if (l->off != 0 || nlen < flen ||
+	    strcmp(l->path + nlen - flen, q->file) ||
+	    (nlen > flen && q->file[0] != '/'))
+		return 0;
+	q->base = l->lo;
+	q->ino = l->ino;
+	snprintf(q->shown, q->len, "%s", l->path);
+	return q->found = 1;
+}
+
 int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 		  unsigned long *ino, char *shown, size_t len)
 {
-	char buf[PATH_MAX + 256];
-	size_t flen = strlen(file);
-	FILE *f;
-	int ret = -ENOENT;
+	struct file_query q = { file, 0, 0, shown, len, 0 };
+	int ret = each_line(pid, file_line, &q);
 
-	f = open_maps(pid);
-	if (!f)
-		return -errno;
-	while (ret && fgets(buf, sizeof(buf), f)) {
-		unsigned long lo, hi, off, inode;
-		char name[PATH_MAX];
-		size_t nlen;
-
-		name[0] = '\0';
-		if (sscanf(buf, "%lx-%lx %*s %lx %*s %lu %4095[^\n]", &lo, &hi,
-			   &off, &inode, name) < 5 || off != 0)
-			continue;
-		nlen = strlen(name);
-		if (nlen < flen || strcmp(name + nlen - flen, file) ||
-		    (nlen > flen && file[0] != '/'))
-			continue;
-		*base = lo;
-		*ino = inode;
-		snprintf(shown, len, "%s", name);
-		ret = 0;
-	}
-	fclose(f);
-	return ret;
-}
-
-int mwi_maps_range(pid_t pid, uintptr_t addr, uintptr_t *lo_out,
-		   uintptr_t *hi_out)
-{
-	char buf[PATH_MAX + 256];
-	FILE *f;
-	int ret = -ENOENT;
-
-	f = open_maps(pid);
-	if (!f)
-		return -errno;
-	while (ret && fgets(buf, sizeof(buf), f)) {
-		unsigned long lo, hi;
-
-		if (sscanf(buf, "%lx-%lx", &lo, &hi) == 2 && addr >= lo &&
-		    addr < hi) {
-			*lo_out = lo;
-			*hi_out = hi;
-			ret = 0;
-		}
-	}
-	fclose(f);
-	return ret;
+	if (ret)
+		return ret;
+	if (!q.found)
+		return -ENOENT;
+	*base = q.base;
+	*ino = q.ino;
+	return 0;
 }

@@ -17,7 +17,6 @@ struct mwi_maps {
 	 * own library and liburcu (allocator, loader and tracer locks). */
 	uintptr_t unsafe_lo[MWI_MAX_RANGES], unsafe_hi[MWI_MAX_RANGES];
 	int nunsafe;
-	int has_libmwrap;		/* already loaded */
 	uintptr_t libc_lo, libc_hi;	/* libc's executable mapping */
 	/* Entries of libc's lock-free string/memory routines as this CPU's
 	 * libc selects them (see maps.c); none when the target's libc is
@@ -37,12 +36,8 @@ int mwi_maps_leaf(const struct mwi_maps *m, uintptr_t pc);
 /* The offset-0 mapping of @file (as the target names it; a chrooted
  * target's files show in maps under our view of its root, which ends
  * with @file): its base, inode and the path as maps shows it.
- * Returns 0 or -ENOENT. */
+ * Returns 0, -ENOENT, or -errno when maps cannot be read. */
 int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 		  unsigned long *ino, char *shown, size_t len);
-
-/* The mapping holding @addr (a thread's stack): its bounds.  0 or
- * -ENOENT. */
-int mwi_maps_range(pid_t pid, uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 
 #endif

@@ -1,6 +1,7 @@
 /* ptrace.c - see ptrace.h */
 #define _GNU_SOURCE
 #include "ptrace.h"
+#include "sigframe.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -19,11 +20,6 @@
 #define PTRACE_GETSIGMASK 0x420a
 #define PTRACE_SETSIGMASK 0x420b
 #endif
-
-#define ERESTARTSYS 512
-#define ERESTARTNOINTR 513
-#define ERESTARTNOHAND 514
-#define ERESTART_RESTARTBLOCK 516
 
 #define say(t, ...) \
 	do { if ((t)->verbose) fprintf(stderr, "mwrap-inject: " __VA_ARGS__); } while (0)
@@ -137,151 +133,22 @@ int mwi_seize(struct mwi_thread *t)
 	return ret;
 }
 
+int mwi_run_for(struct mwi_thread *t, unsigned us)
+{
+	int ret;
+
+	if (ptrace(PTRACE_CONT, t->tid, 0, 0))
+		return -errno;
+	t->stopped_us += mwi_now_us() - t->stop_start_us;
+	usleep(us);
+	ret = interrupt(t);
+	t->stop_start_us = mwi_now_us();
+	return ret;
+}
+
 static int get_regs(struct mwi_thread *t, struct user_regs_struct *r)
 {
 	return ptrace(PTRACE_GETREGS, t->tid, 0, r) ? -errno : 0;
-}
-
-/* Blocking syscalls during which a thread holds no libc or loader lock. */
-static int safe_syscall(long nr)
-{
-	switch (nr) {
-	case SYS_read: case SYS_pread64: case SYS_readv: case SYS_poll:
-	case SYS_ppoll: case SYS_select: case SYS_pselect6:
-	case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_nanosleep:
-	case SYS_clock_nanosleep: case SYS_wait4: case SYS_waitid:
-	case SYS_pause: case SYS_rt_sigsuspend: case SYS_accept:
-	case SYS_accept4: case SYS_recvfrom: case SYS_recvmsg:
-	case SYS_rt_sigtimedwait:
-	case SYS_restart_syscall:	/* continues one of the above */
-		return 1;
-	}
-	return 0;
-}
-
-static int in_syscall(const struct user_regs_struct *r)
-{
-	long rax = (long)r->rax;
-
-	return (long)r->orig_rax >= 0 &&
-	       (rax == -ERESTARTSYS || rax == -ERESTARTNOINTR ||
-		rax == -ERESTARTNOHAND || rax == -ERESTART_RESTARTBLOCK ||
-		rax == -EINTR);
-}
-
-static int peek_poke(struct mwi_thread *t, uintptr_t addr, void *buf,
-		     size_t len, int write);
-
-/* The slot a PLT stub at @stub jumps through: "jmp *disp32(%rip)", after
- * an endbr64 and a bnd prefix if any (.plt, .plt.sec).  0 or -ENOENT. */
-static int plt_slot(struct mwi_thread *t, uintptr_t stub, uintptr_t *slot)
-{
-	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
-	unsigned char c[12];
-	int32_t disp;
-	size_t i = 0;
-
-	if (peek_poke(t, stub, c, sizeof(c), 0))
-		return -ENOENT;
-	if (!memcmp(c, endbr64, sizeof(endbr64)))
-		i = 4;
-	if (c[i] == 0xf2)
-		i++;
-	if (c[i] != 0xff || c[i + 1] != 0x25)
-		return -ENOENT;
-	memcpy(&disp, c + i + 2, sizeof(disp));
-	*slot = stub + i + 6 + (intptr_t)disp;
-	return 0;
-}
-
-/* 1 when the thread is inside one of libc's leaf routines (m->leaf) that
- * code outside libc and the loader called: the word at rsp is a return
- * address into that code, just past a call to a leaf entry, either
- * direct ("call rel32", to a PLT stub or the entry) or through a GOT
- * slot ("call *disp32(%rip)", -fno-plt).  The leaves push nothing, so
- * the word at rsp stays their return address while they run; a frame
- * anywhere below that holds a lock (memcpy called by realloc or fwrite)
- * has a return address inside libc and fails the test. */
-static int in_leaf_called_from_outside(struct mwi_thread *t,
-				       const struct mwi_maps *m,
-				       const struct user_regs_struct *r)
-{
-	unsigned char c[6];
-	uint64_t ret, dest;
-	uintptr_t slot;
-	int32_t disp;
-
-	if (!m->nleaf || r->rip < m->libc_lo || r->rip >= m->libc_hi ||
-	    peek_poke(t, r->rsp, &ret, sizeof(ret), 0) ||
-	    mwi_maps_unsafe(m, ret) || ret < sizeof(c) ||
-	    peek_poke(t, ret - sizeof(c), c, sizeof(c), 0))
-		return 0;
-	memcpy(&disp, c + 2, sizeof(disp));
-	if (c[0] == 0xff && c[1] == 0x15 &&
-	    !peek_poke(t, ret + (intptr_t)disp, &dest, sizeof(dest), 0) &&
-	    mwi_maps_leaf(m, dest))
-		return 1;
-	if (c[1] != 0xe8)	/* call rel32: the same 4 bytes */
-		return 0;
-	dest = ret + (intptr_t)disp;
-	if (mwi_maps_leaf(m, dest))
-		return 1;
-	return !plt_slot(t, dest, &slot) &&
-	       !peek_poke(t, slot, &dest, sizeof(dest), 0) &&
-	       mwi_maps_leaf(m, dest);
-}
-
-/* 0: safe now; 1: unsafe, in user code; 2: unsafe, inside a syscall;
- * <0 error. */
-static int check_point(struct mwi_thread *t, const struct mwi_maps *m)
-{
-	struct user_regs_struct r;
-	int ret = get_regs(t, &r);
-
-	if (ret)
-		return ret;
-	if (in_syscall(&r))
-		return safe_syscall((long)r.orig_rax) ? 0 : 2;
-	if (!mwi_maps_unsafe(m, r.rip))
-		return 0;
-	if (in_leaf_called_from_outside(t, m, &r)) {
-		say(t, "safe point inside a string routine at %#llx\n", r.rip);
-		return 0;
-	}
-	return 1;
-}
-
-/* Never single-steps: a thread left with the trap flag set, or stopped
- * with the step's SIGTRAP pending, dies of that SIGTRAP if we are
- * killed (the kernel detaches a dead tracer's threads as they are).
- * From an interrupt stop, by contrast, a thread just resumes.  So the
- * thread only ever runs freely (PTRACE_CONT) or sits in such a stop,
- * and we sample it: let it run a moment, stop it, look. */
-int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m)
-{
-	int attempt, ret;
-
-	for (attempt = 0; attempt < 200; attempt++) {
-		ret = check_point(t, m);
-		if (ret <= 0) {
-			if (ret == 0 && attempt)
-				say(t, "safe point after %d stops\n", attempt);
-			return ret;
-		}
-		if (mwi_now_ms() >= t->deadline_ms)
-			return -ETIMEDOUT;
-		/* let it run a little (varied, not to beat in step with a
-		 * loop of the target's) and look again */
-		if (ptrace(PTRACE_CONT, t->tid, 0, 0))
-			return -errno;
-		t->stopped_us += mwi_now_us() - t->stop_start_us;
-		usleep(200 + (unsigned)(attempt * 7919 % 10) * 300);
-		ret = interrupt(t);
-		t->stop_start_us = mwi_now_us();
-		if (ret)
-			return ret;
-	}
-	return -EAGAIN;
 }
 
 int mwi_save(struct mwi_thread *t)
@@ -407,82 +274,36 @@ static void restartable(const struct user_regs_struct *in,
 	out->orig_rax = (unsigned long long)-1;
 }
 
-/* Kernel x86-64 rt_sigframe layout (arch/x86/include/asm/sigframe.h,
- * uapi sigcontext.h): what rt_sigreturn reads at rsp - 8. */
-#define F_PRETCODE 0
-#define F_UC_FLAGS 8
-#define F_UC_STACK 24		/* stack_t: ss_sp, ss_flags, ss_size */
-#define F_SC 48			/* struct sigcontext */
-#define F_SIGMASK 304
-#define F_SIZE 440		/* + siginfo */
-#define UC_FLAGS 0x7		/* FP_XSTATE | SIGCONTEXT_SS | STRICT_RESTORE_SS */
-/* FP_XSTATE_MAGIC1/2 come from <asm/sigcontext.h> (via signal.h) */
-
-static void put64(unsigned char *f, size_t off, uint64_t v)
-{
-	memcpy(f + off, &v, sizeof(v));
-}
-
 uintptr_t mwi_frame_altstack(const struct mwi_thread *t)
 {
-	return t->frame_sp ? t->frame_sp + F_UC_STACK : 0;
+	return t->frame_sp ? t->frame_sp + MWI_SIGFRAME_ALTSTACK : 0;
 }
 
 int mwi_guard(struct mwi_thread *t)
 {
-	/* stack_t { ss_sp, ss_flags, ss_size }: SS_DISABLE until filled */
-	static const unsigned char no_altstack[24] = { [8] = 2 };
-	static unsigned char frame[F_SIZE], xs[sizeof(t->xstate)];
-	struct {			/* struct _fpx_sw_bytes */
-		uint32_t magic1, extended_size;
-		uint64_t xfeatures;
-		uint32_t xstate_size, padding[7];
-	} sw;
+	static struct mwi_rt_sigframe frame;
+	static unsigned char xs[sizeof(t->xstate)];
 	struct user_regs_struct r;
-	uint32_t xsize = (uint32_t)t->xstate_len, magic2 = FP_XSTATE_MAGIC2;
+	size_t xsize = t->xstate_len, fplen;
 	uintptr_t strings, fp, sp;
-	uint16_t seg[4];
-	uint64_t sc[18];
 	int ret;
 
-	/* ptrace's XSTATE keeps XCR0 where a signal frame keeps the
-	 * software bytes telling rt_sigreturn what the area holds */
-	if (!t->have_saved || !t->scratch_len || xsize < 576 ||
-	    xsize + sizeof(magic2) > sizeof(xs))
+	if (!t->have_saved || !t->scratch_len || xsize < MWI_XSAVE_MIN ||
+	    xsize + MWI_XSTATE_TRAILER > sizeof(xs))
 		return -ENOTSUP;
 	memcpy(xs, t->xstate, xsize);
-	memset(&sw, 0, sizeof(sw));
-	sw.magic1 = FP_XSTATE_MAGIC1;
-	sw.extended_size = xsize + (uint32_t)sizeof(magic2);
-	memcpy(&sw.xfeatures, t->xstate + 464, sizeof(sw.xfeatures));
-	sw.xstate_size = xsize;
-	memcpy(xs + 464, &sw, sizeof(sw));
+	fplen = mwi_sigframe_fpstate(xs, xsize);
 	strings = t->scratch + sizeof(t->scratch_saved) - t->scratch_len;
-	fp = (strings - xsize - sizeof(magic2)) & ~(uintptr_t)63;
-	sp = ((fp - F_SIZE) & ~(uintptr_t)15) - 8;	/* rsp = 8 mod 16 at entry */
+	fp = (strings - fplen) & ~(uintptr_t)63;
+	/* rsp = 8 mod 16 at entry */
+	sp = ((fp - sizeof(frame)) & ~(uintptr_t)15) - 8;
 	if (sp < t->scratch + 1024)
 		return -E2BIG;
 
 	restartable(&t->saved, &r);
-	memset(frame, 0, sizeof(frame));
-	put64(frame, F_UC_FLAGS, UC_FLAGS);
-	memcpy(frame + F_UC_STACK, no_altstack, sizeof(no_altstack));
-	sc[0] = r.r8; sc[1] = r.r9; sc[2] = r.r10; sc[3] = r.r11;
-	sc[4] = r.r12; sc[5] = r.r13; sc[6] = r.r14; sc[7] = r.r15;
-	sc[8] = r.rdi; sc[9] = r.rsi; sc[10] = r.rbp; sc[11] = r.rbx;
-	sc[12] = r.rdx; sc[13] = r.rax; sc[14] = r.rcx; sc[15] = r.rsp;
-	sc[16] = r.rip; sc[17] = r.eflags;
-	memcpy(frame + F_SC, sc, sizeof(sc));
-	seg[0] = (uint16_t)r.cs;
-	seg[1] = (uint16_t)r.gs;
-	seg[2] = (uint16_t)r.fs;
-	seg[3] = (uint16_t)r.ss;
-	memcpy(frame + F_SC + 144, seg, sizeof(seg));
-	put64(frame, F_SC + 184, fp);			/* fpstate */
-	put64(frame, F_SIGMASK, t->sigmask);
-	if ((ret = peek_poke(t, fp, xs, xsize, 1)) ||
-	    (ret = peek_poke(t, fp + xsize, &magic2, sizeof(magic2), 1)) ||
-	    (ret = peek_poke(t, sp, frame, sizeof(frame), 1)))
+	mwi_sigframe_fill(&frame, &r, t->sigmask, fp);
+	if ((ret = peek_poke(t, fp, xs, fplen, 1)) ||
+	    (ret = peek_poke(t, sp, &frame, sizeof(frame), 1)))
 		return ret;
 	t->frame_sp = sp;
 	return 0;
@@ -661,4 +482,29 @@ void mwi_release(struct mwi_thread *t)
 		syscall(SYS_tgkill, t->pid, t->tid, t->pending[i]);
 	}
 	t->npending = 0;
+}
+
+int mwi_settle(struct mwi_thread *t)
+{
+	struct user_regs_struct r;
+	int status;
+
+	if (!t->seized || !t->at_enter_stop)
+		return 0;
+	t->at_enter_stop = 0;
+	/* skip the rt_sigreturn (running it would also cancel a pending
+	 * restart_syscall, as every sigreturn does), and let whatever the
+	 * filter writes into rax be overwritten at the exit stop */
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r))
+		return -errno;
+	r.orig_rax = (unsigned long long)-1;
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) ||
+	    ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+		return -errno;
+	/* nothing is delivered between a syscall's entry and its exit */
+	if (waitpid(t->tid, &status, __WALL) < 0)
+		return -errno;
+	if (!WIFSTOPPED(status))
+		return -ESRCH;
+	return WSTOPSIG(status) == (SIGTRAP | 0x80) ? 0 : -EPROTO;
 }

@@ -7,9 +7,15 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-#include "maps.h"
 
 #define MWI_MAX_PENDING 32
+
+/* What rax shows at a stop inside a syscall that is to be restarted
+ * (the kernel's own errnos, never seen by the program) */
+#define ERESTARTSYS 512
+#define ERESTARTNOINTR 513
+#define ERESTARTNOHAND 514
+#define ERESTART_RESTARTBLOCK 516
 
 struct mwi_thread {
 	pid_t pid, tid;
@@ -42,12 +48,9 @@ struct mwi_thread {
 /* Each returns 0 or -errno: -ESRCH when the thread went away, -ETIMEDOUT
  * past the deadline, -EPERM when ptrace is refused. */
 int mwi_seize(struct mwi_thread *t);
-/* Lets the thread run and stops it again (never single-steps it) until
- * it stops outside libc/ld.so/tracer code, inside a libc string routine
- * that code outside them called, or in a blocking syscall known to hold
- * no lock.  The thread is left in an interrupt stop.  -EAGAIN: no safe
- * point in 200 tries. */
-int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m);
+/* Lets the stopped thread run for @us microseconds and stops it again
+ * (an interrupt stop; signals that come meanwhile are held back). */
+int mwi_run_for(struct mwi_thread *t, unsigned us);
 int mwi_save(struct mwi_thread *t);
 /* Copies @len bytes below the red zone; *@addr gets their address. */
 int mwi_write_scratch(struct mwi_thread *t, const void *data, size_t len,
@@ -83,6 +86,17 @@ int mwi_peek(struct mwi_thread *t, uintptr_t addr, void *buf, size_t len);
 /* Reads a NUL-terminated string from the target. */
 int mwi_read_string(struct mwi_thread *t, uintptr_t addr, char *buf,
 		    size_t len);
+/* Call before mwi_release() on a thread stopped at the entry of the
+ * rt_sigreturn that ends a guarded call: skips that syscall and leaves
+ * the thread at its exit stop, where the restore is safe.  Restoring at
+ * the entry stop itself skips it too (orig_rax = -1), but the filter
+ * still runs on syscall -1 and the kernel writes its answer (the
+ * runtimes' defaults: ENOSYS or EPERM) over the restored rax: the
+ * thread's interrupted syscall then fails with it.  0 (also when there
+ * is nothing to do), or -errno.
+ * Context: the injector, with @t seized. */
+int mwi_settle(struct mwi_thread *t);
+
 /* Restores memory, registers and mask, detaches, re-sends signals.
  * Safe to call in any state. */
 void mwi_release(struct mwi_thread *t);

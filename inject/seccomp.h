@@ -1,7 +1,7 @@
 /* seccomp.h - what a target's seccomp filter does with the syscalls an
  * attach makes in it.
  *
- * The syscalls are listed once, in seccomp.c: those of the injector's
+ * The syscalls are listed once, in syscalls.c: those of the injector's
  * calls (dlopen, the guarded call's sigaltstack and rt_sigreturn) and of
  * libmwrap.so (mw_attach, its helper thread, the control commands,
  * detach).  A filter is judged on each of them, never on its presence:
@@ -16,39 +16,6 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "ptrace.h"
-
-/* What the filter makes of one syscall, worst first. */
-enum mwi_sc_action {
-	MWI_SC_KILL,	/* SECCOMP_RET_KILL_PROCESS/THREAD, an unknown action */
-	MWI_SC_TRAP,	/* SIGSYS: kills a target without a handler */
-	MWI_SC_ERRNO,	/* fails with an errno (also TRACE: ENOSYS) */
-	MWI_SC_NOTIFY,	/* USER_NOTIF: a supervisor runs it or fails it */
-	MWI_SC_ALLOW,	/* runs (also LOG) */
-};
-
-/* How much an attach needs a syscall. */
-enum mwi_sc_need {
-	MWI_SC_REQUIRED,	/* denied: the attach fails */
-	MWI_SC_FEATURE,		/* denied: a feature is unavailable */
-	MWI_SC_OPTIONAL,	/* denied: a fallback does the same */
-};
-
-struct mwi_sc_call {
-	int nr;
-	const char *name;
-	const char *user;	/* who makes it: dlopen, helper, scan... */
-	enum mwi_sc_need need;
-	const char *effect;	/* when denied: what is lost, or how it fails */
-};
-
-/* The syscalls an attach makes, ended by an entry with a NULL name. */
-extern const struct mwi_sc_call mwi_sc_calls[];
-
-/* Prints the list, one "NR NAME USER NEED" line each.
- * Context: any; writes to @out only. */
-void mwi_sc_list(FILE *out);
-
 /* Judges process @pid's filter on every listed syscall and prints one
  * line per syscall ("syscall NAME NR ACTION NEED USER: EFFECT") and a
  * last line "verdict ok|degraded|refuse|unknown SOURCE: WHY".
@@ -61,16 +28,5 @@ void mwi_sc_list(FILE *out);
  * (no code runs in it) and forks children of ours to probe.  Nothing
  * in the target changes. */
 int mwi_sc_check(pid_t pid, FILE *out, int verbose);
-
-/* Call before mwi_release() on a thread stopped at the entry of the
- * rt_sigreturn that ends a guarded call: skips that syscall and leaves
- * the thread at its exit stop, where the restore is safe.  Restoring at
- * the entry stop itself skips it too (orig_rax = -1), but the filter
- * still runs on syscall -1 and the kernel writes its answer (the
- * runtimes' defaults: ENOSYS or EPERM) over the restored rax: the
- * thread's interrupted syscall then fails with it.  0 (also when there
- * is nothing to do), or -errno.
- * Context: the injector, with @t seized. */
-int mwi_sc_settle(struct mwi_thread *t);
 
 #endif

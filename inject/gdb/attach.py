@@ -1,0 +1,101 @@
+# attach.py - the gdb backend's program (see inject/gdb.h), run by
+# `gdb -p PID -batch` inside a "python" command.  gdb.c embeds this file
+# at build time and defines before it:
+#   PID     the target
+#   LIBC    (lo, hi): libc's executable mapping
+#   LEAF    entries of libc's lock-free string routines (maps.c)
+#   LIB, FN, ARG    the call: dlopen(LIB), then int FN(const char *ARG)
+#   SAFE    blocking syscalls that hold no lock (syscalls.c)
+#   UNSAFE  [(lo, hi)]: code of libc, the loader and our libraries
+# It prints MW_* markers that gdb.c reads; it never waits: with no
+# thread at a safe point it detaches at once and gdb.c tries again.
+import gdb
+
+
+def syscall_of(tid):
+    try:
+        with open('/proc/%d/task/%d/syscall' % (PID, tid)) as f:
+            return int(f.read().split()[0])
+    except Exception:
+        return -1
+
+
+def rd(addr, n):
+    return bytes(gdb.selected_inferior().read_memory(addr, n))
+
+
+def le(b, signed=False):
+    return int.from_bytes(b, 'little', signed=signed)
+
+
+# Inside a libc string routine called from code of its own: see
+# in_leaf_called_from_outside in safepoint.c.
+def in_leaf(pc, sp, bad):
+    if not LEAF or not LIBC[0] <= pc < LIBC[1]:
+        return False
+    try:
+        ret = le(rd(sp, 8))
+        if any(lo <= ret < hi for lo, hi in bad):
+            return False
+        c = rd(ret - 6, 6)
+        disp = le(c[2:6], True)
+        if c[0:2] == b'\xff\x15':
+            return le(rd(ret + disp, 8)) in LEAF
+        if c[1] != 0xe8:
+            return False
+        dest = ret + disp
+        if dest in LEAF:
+            return True
+        s = rd(dest, 12)
+        i = 4 if s[0:4] == b'\xf3\x0f\x1e\xfa' else 0
+        i += 1 if s[i] == 0xf2 else 0
+        if s[i:i + 2] != b'\xff\x25':
+            return False
+        return le(rd(dest + i + 6 + le(s[i + 2:i + 6], True), 8)) in LEAF
+    except Exception:  # unreadable, or not an address at all
+        return False
+
+
+def call():
+    h = gdb.parse_and_eval('(void*)dlopen("%s", 4098)' % LIB)
+    print('MW_HANDLE=%#x' % int(h))
+    if int(h) == 0:
+        e = gdb.parse_and_eval('(char*)dlerror()')
+        print('MW_ERR=%s' % (e.string() if int(e) else '?'))
+        return
+    s = gdb.parse_and_eval('(void*)dlsym((void*)%d, "%s")' % (int(h), FN))
+    if int(s) == 0:
+        print('MW_NOSYM=1')
+        return
+    r = gdb.parse_and_eval('((int(*)(const char*))%d)("%s")' % (int(s), ARG))
+    print('MW_RESULT=%d' % int(r))
+
+
+gdb.execute('sharedlibrary libc.so', to_string=True)
+chosen = None
+threads = gdb.selected_inferior().threads()
+for t in threads:
+    if syscall_of(t.ptid[1]) in SAFE:
+        chosen = t
+        if t.ptid[1] == PID:
+            break
+# else a thread stopped by the attach in code of its own (outside libc,
+# the loader and our libraries) or in a libc string routine that code
+# called, as the native backend's stops
+if chosen is None:
+    bad = UNSAFE
+    for t in threads:
+        t.switch()
+        pc = int(gdb.parse_and_eval('(unsigned long)$pc'))
+        sp = int(gdb.parse_and_eval('(unsigned long)$sp'))
+        if syscall_of(t.ptid[1]) == -1 and \
+           (not any(lo <= pc < hi for lo, hi in bad) or in_leaf(pc, sp, bad)):
+            chosen = t
+            break
+if chosen is None:
+    print('MW_NOSAFE=1')
+else:
+    chosen.switch()
+    print('MW_THREAD=%d' % chosen.ptid[1])
+    call()
+gdb.execute('detach')

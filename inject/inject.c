@@ -1,0 +1,341 @@
+/* inject.c - see inject.h */
+#define _GNU_SOURCE
+#include "inject.h"
+#include "elfsym.h"
+#include "exitcodes.h"
+#include "gdb.h"
+#include "maps.h"
+#include "ptrace.h"
+#include "safepoint.h"
+#include "sigframe.h"
+#include "../preload/inject_abi.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RTLD_NOW_ 0x2
+#define RTLD_NODELETE_ 0x1000
+#define RTLD_DLOPEN_INTERNAL 0x80000000	/* __libc_dlopen_mode's flag */
+
+/* Thread ids of @pid, the main thread first. */
+static int list_threads(pid_t pid, pid_t *tids, int max)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	tids[n++] = pid;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return n;
+	while ((e = readdir(d)) && n < max) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+
+		if (tid > 0 && tid != pid)
+			tids[n++] = tid;
+	}
+	closedir(d);
+	return n;
+}
+
+struct target_fns {
+	uintptr_t dlopen, dlerror, sigaltstack;
+	uintptr_t restore_rt;	/* glibc's "mov $15,%rax; syscall", or 0 */
+	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
+};
+
+/* glibc's signal trampoline __restore_rt: rt_sigreturn. */
+static const unsigned char restore_rt_code[] = {
+	0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00,	/* mov $15, %rax */
+	0x0f, 0x05,					/* syscall */
+};
+
+/* A file mapped in the target, as a path we can open.  /proc/PID/maps
+ * names files as seen from our root: for a target in another mount
+ * namespace the file is under /proc/PID/root, for a chrooted one it is
+ * the path itself.  The inode from maps tells which (overlayfs may
+ * change the device, so only the inode is compared). */
+static int local_file(pid_t pid, const char *shown, unsigned long ino,
+		      char *path, size_t len)
+{
+	struct stat st;
+
+	snprintf(path, len, "/proc/%d/root%s", (int)pid, shown);
+	if (stat(path, &st) == 0 && st.st_ino == ino)
+		return 0;
+	snprintf(path, len, "%s", shown);
+	if (stat(path, &st) == 0 && st.st_ino == ino)
+		return 0;
+	return -ENOENT;
+}
+
+static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
+{
+	char path[PATH_MAX + 32];
+	uint64_t v;
+
+	memset(f, 0, sizeof(*f));
+	if (local_file(pid, m->libc_path, m->libc_ino, path, sizeof(path)))
+		return -ENOENT;
+	if (mwi_elf_symbol(path, "sigaltstack", &v) == 0)
+		f->sigaltstack = m->libc_base + v;
+	if (mwi_elf_find_code(path, restore_rt_code, sizeof(restore_rt_code),
+			      &v) == 0)
+		f->restore_rt = m->libc_base + v;
+	if (mwi_elf_symbol(path, "dlopen", &v) == 0) {
+		f->dlopen = m->libc_base + v;
+		if (mwi_elf_symbol(path, "dlerror", &v) == 0)
+			f->dlerror = m->libc_base + v;
+	} else if (mwi_elf_symbol(path, "__libc_dlopen_mode", &v) == 0) {
+		f->dlopen = m->libc_base + v;
+		f->internal = 1;
+	}
+	return f->dlopen ? 0 : -ENOENT;
+}
+
+/* Our library's own symbols, once it is mapped in the target. */
+struct lib_syms {
+	uintptr_t fn, trampoline, result;
+};
+
+static int find_lib_syms(pid_t pid, const char *lib, const char *fn,
+			 struct lib_syms *ls)
+{
+	char shown[PATH_MAX], path[PATH_MAX + 32];
+	unsigned long ino;
+	uintptr_t base;
+	uint64_t v;
+
+	memset(ls, 0, sizeof(*ls));
+	if (mwi_maps_find(pid, lib, &base, &ino, shown, sizeof(shown)) ||
+	    local_file(pid, shown, ino, path, sizeof(path)))
+		return -ENOENT;
+	if (mwi_elf_symbol(path, fn, &v))
+		return -ENOENT;
+	ls->fn = base + v;
+	if (mwi_elf_symbol(path, MW_ABI_TRAMPOLINE, &v) == 0)
+		ls->trampoline = base + v;
+	if (mwi_elf_symbol(path, MW_ABI_RESULT, &v) == 0)
+		ls->result = base + v;
+	return 0;
+}
+
+/* Fills the signal frame's sigaltstack field with the thread's own:
+ * sigaltstack(NULL, field) as a guarded call, so that even if we die
+ * meanwhile, rt_sigreturn restores what the syscall just reported.
+ * 0, or -errno (then the calls that follow stay unguarded). */
+static int fill_altstack(struct mwi_thread *t, const struct target_fns *f)
+{
+	struct mwi_stack ss;
+	uint64_t args[2];
+	int ret;
+
+	args[0] = 0;
+	args[1] = mwi_frame_altstack(t);
+	ret = mwi_call_guarded(t, f->sigaltstack, args, 2, f->restore_rt,
+			       f->restore_rt + sizeof(restore_rt_code));
+	if (!ret)
+		ret = mwi_peek(t, args[1], &ss, sizeof(ss));
+	/* on its alternate stack, rt_sigreturn could not restore it */
+	if (!ret && (ss.ss_flags & SS_ONSTACK))
+		ret = -EBUSY;
+	return ret;
+}
+
+/* dlopen(lib) and fn(arg) in thread @t, stopped at a safe point. */
+/* A call into the target that did not return: the exit code, and what
+ * became of the call. */
+static int call_failed(const struct mwi_thread *t, struct mwi_failure *why,
+		       const char *stage, const char *what, int ret)
+{
+	if (t->call_left_running)
+		return mwi_fail(why, EX_TARGET, stage, what, "no return within "
+				"the timeout; the call goes on in the target, "
+				"whose thread resumes where it was when the "
+				"call returns", 0);
+	return mwi_fail(why, ret == -ESRCH ? EX_GONE : EX_TARGET, stage, what,
+			"the call did not complete", -ret);
+}
+
+static int call_in(struct mwi_thread *t, const struct target_fns *f,
+		   const struct mwi_request *rq, int *result,
+		   struct mwi_failure *why)
+{
+	uintptr_t lib_at, fn_at, arg_at;
+	uint64_t args[2], handle = 0, sym, res64;
+	struct lib_syms ls;
+	int64_t res;
+	char msg[512];
+	int ret, guarded;
+
+	if ((ret = mwi_save(t)) ||
+	    (ret = mwi_write_scratch(t, rq->lib, strlen(rq->lib) + 1,
+				     &lib_at)) ||
+	    (ret = mwi_write_scratch(t, rq->fn, strlen(rq->fn) + 1, &fn_at)) ||
+	    (ret = mwi_write_scratch(t, rq->arg, strlen(rq->arg) + 1,
+				     &arg_at)))
+		return mwi_fail(why, ret == -ESRCH ? EX_GONE : EX_PERM,
+				"prepare", "preparing the call",
+				"cannot save state", -ret);
+	ret = !f->restore_rt || !f->sigaltstack ? -ENOENT : mwi_guard(t);
+	if (!ret && (ret = fill_altstack(t, f)))
+		t->frame_sp = 0;	/* unusable: stay unguarded */
+	guarded = !ret;
+	if (t->verbose)
+		fprintf(stderr, "mwrap-inject: calls %s%s\n", guarded ?
+			"guarded by a signal frame (they survive our death)" :
+			"unguarded: no rt_sigreturn frame: ",
+			guarded ? "" : strerror(-ret));
+	args[0] = lib_at;
+	args[1] = RTLD_NOW_ | RTLD_NODELETE_ |
+		  (f->internal ? RTLD_DLOPEN_INTERNAL : 0);
+	ret = guarded ? mwi_call_guarded(t, f->dlopen, args, 2, f->restore_rt,
+					 f->restore_rt + sizeof(restore_rt_code))
+		      : mwi_call(t, f->dlopen, args, 2, &handle);
+	if (ret)
+		return call_failed(t, why, "dlopen", "dlopen", ret);
+	if (find_lib_syms(t->pid, rq->lib, rq->fn, &ls)) {
+		msg[0] = '\0';
+		if (f->dlerror && mwi_call(t, f->dlerror, NULL, 0, &sym) == 0 &&
+		    sym)
+			mwi_read_string(t, sym, msg, sizeof(msg));
+		if (msg[0] || (!guarded && !handle))
+			return mwi_failf(why, EX_LOAD, "dlopen", 0,
+					 "dlopen: %s failed in the target: %s",
+					 rq->lib, msg[0] ? msg : "(no message)");
+		return mwi_fail(why, EX_SYMBOL, "symbol",
+				"finding the function", rq->fn, ENOENT);
+	}
+	args[0] = arg_at;
+	if (guarded && ls.trampoline && ls.result) {
+		res = INT64_MIN;	/* overwritten by the trampoline */
+		if ((ret = mwi_poke(t, ls.result, &res, sizeof(res))) ||
+		    (ret = mwi_call_guarded(t, ls.fn, args, 1, ls.trampoline,
+					    ls.trampoline + MW_TRAMPOLINE_STOP)) ||
+		    (ret = mwi_peek(t, ls.result, &res, sizeof(res))))
+			return call_failed(t, why, "call", rq->fn, ret);
+		res64 = (uint64_t)res;
+	} else {
+		ret = mwi_call(t, ls.fn, args, 1, &res64);
+		if (ret)
+			return call_failed(t, why, "call", rq->fn, ret);
+	}
+	*result = (int)(uint32_t)res64;
+	return EX_OK;
+}
+
+static struct mwi_thread thr;
+
+/* Each thread gets a bounded number of looks (mwi_safe_point's -EAGAIN)
+ * before the next one is tried, and the passes over the threads go on
+ * until the deadline: a thread that is rarely outside libc is still
+ * caught at one of those moments. */
+static int call_in_some_thread(const struct mwi_request *rq,
+			       const struct mwi_maps *maps,
+			       const struct target_fns *fns, int *result,
+			       struct mwi_failure *why)
+{
+	long deadline = mwi_now_ms() + (long)(rq->timeout * 1000);
+	pid_t tids[256];
+	int ntids, i, ret;
+
+	for (;;) {
+		ntids = list_threads(rq->pid, tids, 256);
+		for (i = 0; i < ntids; i++) {
+			memset(&thr, 0, sizeof(thr));
+			thr.pid = rq->pid;
+			thr.tid = tids[i];
+			thr.verbose = rq->verbose;
+			thr.deadline_ms = deadline;
+			ret = mwi_seize(&thr);
+			if (ret == -EPERM)
+				return mwi_fail(why, EX_PERM, "ptrace", "ptrace",
+						"attach refused", EPERM);
+			if (ret == -ESRCH)
+				continue;	/* thread ended meanwhile */
+			if (ret == 0)
+				ret = mwi_safe_point(&thr, maps);
+			if (ret == 0) {
+				if (rq->verbose)
+					fprintf(stderr, "mwrap-inject: calling "
+						"in thread %d\n", (int)thr.tid);
+				/* the calls get a whole --timeout of their
+				 * own, whatever the search for a safe point
+				 * took of it */
+				thr.deadline_ms = mwi_now_ms() +
+						  (long)(rq->timeout * 1000);
+				ret = call_in(&thr, fns, rq, result, why);
+				mwi_settle(&thr);
+				mwi_release(&thr);
+				if (rq->verbose)
+					fprintf(stderr, "mwrap-inject: thread %d "
+						"paused %ld us\n", (int)thr.tid,
+						thr.stopped_us);
+				return ret;
+			}
+			mwi_release(&thr);
+			if (ret == -ETIMEDOUT)
+				return mwi_fail(why, EX_NOSAFE, "safe-point",
+						"finding a safe point",
+						"timed out", 0);
+		}
+		if (kill(rq->pid, 0) && errno == ESRCH)
+			return mwi_fail(why, EX_GONE, "safe-point",
+					"finding a safe point",
+					"the process exited", ESRCH);
+		if (mwi_now_ms() >= deadline)
+			return mwi_fail(why, EX_NOSAFE, "safe-point",
+					"finding a safe point", "every thread "
+					"is busy inside libc or the loader", 0);
+	}
+}
+
+int mwi_inject(const struct mwi_request *rq, int *result,
+	       struct mwi_failure *why)
+{
+	struct mwi_maps maps;
+	struct target_fns fns;
+	sigset_t guard, old;
+	int ret;
+
+	if (kill(rq->pid, 0) && errno == ESRCH)
+		return mwi_fail(why, EX_NOPROC, "process",
+				"finding the process", "no such pid", ESRCH);
+	ret = mwi_maps_read(rq->pid, &maps);
+	if (ret == -ENOENT && kill(rq->pid, 0) && errno == ESRCH)
+		return mwi_fail(why, EX_NOPROC, "process",
+				"finding the process", "it exited", ESRCH);
+	if (ret == -ENOENT)
+		return mwi_fail(why, EX_LOAD, "libc", "finding libc",
+				"no shared libc mapped (a static binary?)", 0);
+	if (ret)
+		return mwi_fail(why, ret == -EACCES ? EX_PERM : EX_NOPROC,
+				"maps", "reading /proc/PID/maps", "", -ret);
+	if (rq->use_gdb)
+		return mwi_gdb_inject(rq->pid, &maps, rq->lib, rq->fn, rq->arg,
+				      rq->timeout, rq->verbose, result, why);
+	if (find_fns(rq->pid, &maps, &fns))
+		return mwi_fail(why, EX_LOAD, "libc",
+				"finding dlopen in the target's libc",
+				maps.libc_path, ENOENT);
+
+	/* From the first stop to the last restore, Ctrl-C and friends must
+	 * wait: dying mid-call would leave the thread on a fake frame. */
+	sigemptyset(&guard);
+	sigaddset(&guard, SIGINT);
+	sigaddset(&guard, SIGTERM);
+	sigaddset(&guard, SIGHUP);
+	sigaddset(&guard, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &guard, &old);
+	ret = call_in_some_thread(rq, &maps, &fns, result, why);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}

@@ -1,0 +1,329 @@
+/* scprobe.c - see scprobe.h */
+#define _GNU_SOURCE
+#include "scprobe.h"
+#include "syscalls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long sys_result(long r)
+{
+	return r < 0 ? -errno : 0;
+}
+
+/* One probe per listed syscall, in the child: 0 when the syscall ran
+ * (or failed the way it does when allowed), else the errno it got. */
+static long probe(int nr)
+{
+	static char page_buf[64];
+	char buf[256];
+	struct iovec local = { buf, 8 }, remote = { page_buf, 8 };
+	struct timespec zero = { 0, 0 };
+	stack_t ss;
+	sigset_t set;
+	struct stat st;
+	uint32_t word = 0;
+	void *m;
+	long r;
+
+	switch (nr) {
+	case SYS_read:
+	case SYS_write:
+	case SYS_close:
+	case SYS_pread64:
+	case SYS_fstat:
+	case SYS_lseek:
+	case SYS_getdents64:
+	case SYS_ftruncate:
+	case SYS_inotify_add_watch:
+		/* on a closed fd: EBADF when the syscall runs */
+		errno = 0;
+		if (nr == SYS_fstat)
+			r = syscall(nr, -1, &st);
+		else if (nr == SYS_inotify_add_watch)
+			r = syscall(nr, -1, "/", 0x4);
+		else
+			r = syscall(nr, -1, buf, 0, 0);
+		return r < 0 && errno != EBADF ? -errno : 0;
+	case SYS_openat:
+		r = syscall(nr, AT_FDCWD, "/", O_RDONLY | O_DIRECTORY |
+			    O_CLOEXEC);
+		if (r >= 0)
+			close((int)r);
+		return sys_result(r);
+	case SYS_newfstatat:
+		return sys_result(syscall(nr, AT_FDCWD, "/", &st, 0));
+	case SYS_mmap:
+	case SYS_mprotect:
+	case SYS_munmap:
+	case SYS_madvise:
+		m = (void *)syscall(SYS_mmap, NULL, 4096,
+				    PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (nr == SYS_mmap || m == MAP_FAILED)
+			return m == MAP_FAILED ? -errno : 0;
+		if (nr == SYS_mprotect)
+			r = syscall(nr, m, 4096, PROT_READ);
+		else if (nr == SYS_madvise)
+			r = syscall(nr, m, 4096, MADV_DONTNEED);
+		else
+			r = syscall(nr, m, 4096);
+		return sys_result(r);
+	case SYS_brk:
+		return syscall(nr, 0) == 0 ? -ENOMEM : 0;
+	case SYS_futex:
+		return sys_result(syscall(nr, &word, FUTEX_WAKE_PRIVATE, 1,
+					  NULL, NULL, 0));
+	case SYS_rt_sigaction:
+		return sys_result(syscall(nr, SIGURG, NULL, buf, 8));
+	case SYS_rt_sigprocmask:
+		return sys_result(syscall(nr, SIG_BLOCK, NULL, &set, 8));
+	case SYS_sigaltstack:
+		return sys_result(syscall(nr, NULL, &ss));
+	case SYS_clone3:
+		/* a size below the first version: EINVAL when it runs */
+		errno = 0;
+		r = syscall(nr, NULL, 0);
+		return r < 0 && errno != EINVAL ? -errno : 0;
+	case SYS_clone:
+		/* CLONE_THREAD without CLONE_SIGHAND: EINVAL, no thread */
+		errno = 0;
+		r = syscall(nr, CLONE_THREAD, NULL, NULL, NULL, 0);
+		return r < 0 && errno != EINVAL ? -errno : 0;
+	case SYS_set_robust_list:
+	case SYS_rseq:
+		/* a wrong length: EINVAL when it runs */
+		errno = 0;
+		r = syscall(nr, NULL, 1, 0, 0);
+		return r < 0 && errno != EINVAL ? -errno : 0;
+	case SYS_eventfd2:
+	case SYS_inotify_init1:
+		if (nr == SYS_eventfd2)
+			r = syscall(nr, 0, O_CLOEXEC);
+		else
+			r = syscall(nr, O_CLOEXEC);
+		if (r >= 0)
+			close((int)r);
+		return sys_result(r);
+	case SYS_poll:
+		return sys_result(syscall(nr, NULL, 0, 0));
+	case -1:
+		/* ENOSYS when nothing filters it */
+		errno = 0;
+		r = syscall(-1L);
+		return r < 0 && errno != ENOSYS ? -errno : 0;
+	case SYS_restart_syscall:
+		/* nothing to restart: EINTR when it runs */
+		errno = 0;
+		r = syscall(nr);
+		return r < 0 && errno != EINTR ? -errno : 0;
+	case SYS_membarrier:
+		return sys_result(syscall(nr, MEMBARRIER_CMD_QUERY, 0, 0));
+	case SYS_getpid:
+	case SYS_getuid:
+	case SYS_gettid:
+	case SYS_geteuid:
+		return sys_result(syscall(nr));
+	case SYS_getrlimit:
+		return sys_result(syscall(nr, RLIMIT_AS, buf));
+	case SYS_readlink:
+		return sys_result(syscall(nr, "/proc/self/exe", buf,
+					  sizeof(buf)));
+	case SYS_rename:
+	case SYS_unlink:
+	case SYS_mkdir:
+	case SYS_rmdir:
+		/* names that do not exist: ENOENT when it runs */
+		errno = 0;
+		if (nr == SYS_mkdir)
+			r = syscall(nr, "/nonexistent/mwrap-probe", 0700);
+		else
+			r = syscall(nr, "/nonexistent/mwrap-probe",
+				    "/nonexistent/mwrap-probe2");
+		return r < 0 && errno != ENOENT ? -errno : 0;
+	case SYS_unlinkat:
+		errno = 0;
+		r = syscall(nr, AT_FDCWD, "/nonexistent/mwrap-probe", 0);
+		return r < 0 && errno != ENOENT ? -errno : 0;
+	case SYS_getrandom:
+		return sys_result(syscall(nr, buf, 1, GRND_NONBLOCK));
+	case SYS_clock_nanosleep:
+		return -(long)syscall(nr, CLOCK_MONOTONIC, 0, &zero, NULL);
+	case SYS_nanosleep:
+		return sys_result(syscall(nr, &zero, NULL));
+	case SYS_tgkill:
+		return sys_result(syscall(nr, getpid(), getpid(), 0));
+	case SYS_rt_tgsigqueueinfo: {
+		siginfo_t si;
+
+		memset(&si, 0, sizeof(si));
+		si.si_code = SI_QUEUE;
+		si.si_pid = getpid();
+		return sys_result(syscall(nr, getpid(), getpid(), 0, &si));
+	}
+	case SYS_process_vm_readv:
+		return sys_result(syscall(nr, getpid(), &local, 1, &remote, 1,
+					  0));
+	default:	/* rt_sigreturn, exit: probed by probe_child */
+		return 0;
+	}
+}
+
+/* Records: 'S' i (about to probe i), 'R' i err, 'T' nr (trapped). */
+struct rec {
+	char kind;
+	int i;
+	long err;
+};
+
+static int rec_fd = -1;
+static volatile int probing = -1;
+
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+	struct rec r = { 'T', probing, 0 };
+
+	(void)sig;
+	(void)uc;
+	r.err = si->si_syscall;
+	(void)!write(rec_fd, &r, sizeof(r));
+	_exit(3);
+}
+
+static void on_urg(int sig)
+{
+	(void)sig;
+}
+
+static void put(char kind, int i, long err)
+{
+	struct rec r = { kind, i, err };
+
+	(void)!write(rec_fd, &r, sizeof(r));
+}
+
+/* The child: probes from index @from on, exit last (it ends us). */
+static void probe_child(int from)
+{
+	struct rlimit none = { 0, 0 };
+	struct sigaction sa;
+	int i, exit_i = -1;
+
+	setrlimit(RLIMIT_CORE, &none);	/* a killed probe leaves no core */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSYS, &sa, NULL);
+	for (i = from; mwi_sc_calls[i].name; i++) {
+		if (mwi_sc_calls[i].nr == SYS_exit) {
+			exit_i = i;
+			continue;
+		}
+		probing = i;
+		put('S', i, 0);
+		if (mwi_sc_calls[i].nr == SYS_rt_sigreturn) {
+			/* the handler's return is the probe */
+			sa.sa_handler = on_urg;
+			sa.sa_flags = 0;
+			sigaction(SIGURG, &sa, NULL);
+			raise(SIGURG);
+			put('R', i, 0);
+			continue;
+		}
+		put('R', i, probe(mwi_sc_calls[i].nr));
+	}
+	if (exit_i >= 0) {
+		probing = exit_i;
+		put('S', exit_i, 0);
+		syscall(SYS_exit, 0);
+		put('R', exit_i, -errno);
+	}
+	_exit(0);
+}
+
+/* Probes every listed syscall in children of ours; a child killed by
+ * one is replaced by another that goes on after it.  0 or -errno. */
+int mwi_sc_probe_all(struct mwi_sc_result *res)
+{
+	int from = 0, fds[2], status, started, n, i;
+	struct rec r;
+	pid_t child;
+
+	for (i = 0; mwi_sc_calls[i].name; i++)
+		res[i] = (struct mwi_sc_result){ MWI_SC_ALLOW, 0, 0, 1 };
+	while (mwi_sc_calls[from].name) {
+		if (pipe2(fds, O_CLOEXEC))
+			return -errno;
+		fflush(NULL);
+		child = fork();
+		if (child < 0) {
+			close(fds[0]);
+			close(fds[1]);
+			return -errno;
+		}
+		if (child == 0) {
+			close(fds[0]);
+			rec_fd = fds[1];
+			probe_child(from);
+		}
+		close(fds[1]);
+		started = -1;
+		while ((n = (int)read(fds[0], &r, sizeof(r))) == sizeof(r)) {
+			if (r.kind == 'S') {
+				started = r.i;
+			} else if (r.kind == 'R') {
+				res[r.i].unknown = 0;
+				if (r.err) {
+					res[r.i].action = MWI_SC_ERRNO;
+					res[r.i].err = (int)-r.err;
+				}
+				started = -1;
+			} else if (r.kind == 'T' && r.i >= 0) {
+				res[r.i].action = MWI_SC_TRAP;
+				res[r.i].unknown = 0;
+				started = r.i;
+			}
+		}
+		close(fds[0]);
+		if (waitpid(child, &status, 0) < 0)
+			return -errno;
+		if (started < 0 && !(WIFEXITED(status) &&
+				     WEXITSTATUS(status) == 0))
+			return -EPROTO;	/* died outside any probe */
+		if (started < 0)
+			break;
+		/* the last one started never returned */
+		res[started].unknown = 0;
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+			res[started].action = MWI_SC_KILL;
+		else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+			 mwi_sc_calls[started].nr == SYS_exit)
+			res[started].action = MWI_SC_ALLOW;
+		else if (res[started].action != MWI_SC_TRAP) {
+			res[started].action = MWI_SC_ERRNO;	/* it broke */
+			res[started].err = EFAULT;
+		}
+		if (mwi_sc_calls[started].nr == SYS_exit)
+			break;
+		from = started + 1;
+	}
+	return 0;
+}
+

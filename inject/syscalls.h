@@ -1,0 +1,48 @@
+/* syscalls.h - the syscalls the injector reasons about, each list
+ * written once (x86-64 numbers):
+ *  - the ones an attach makes in the target, with how much it needs
+ *    each: seccomp.c judges the target's filter on them;
+ *  - the blocking ones during which a thread holds no libc or loader
+ *    lock, so that a thread stopped in one is at a safe point: safepoint.c
+ *    asks, and gdb.c renders them into its script. */
+#ifndef MWI_SYSCALLS_H
+#define MWI_SYSCALLS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* How much an attach needs a syscall. */
+enum mwi_sc_need {
+	MWI_SC_REQUIRED,	/* denied: the attach fails */
+	MWI_SC_FEATURE,		/* denied: a feature is unavailable */
+	MWI_SC_OPTIONAL,	/* denied: a fallback does the same */
+};
+
+struct mwi_sc_call {
+	int nr;
+	const char *name;
+	const char *user;	/* who makes it: dlopen, helper, scan... */
+	enum mwi_sc_need need;
+	const char *effect;	/* when denied: what is lost, or how it fails */
+};
+
+/* The syscalls an attach makes, ended by an entry with a NULL name;
+ * at most MWI_SC_MAX_CALLS. */
+extern const struct mwi_sc_call mwi_sc_calls[];
+#define MWI_SC_MAX_CALLS 64
+
+/* "required", "feature" or "optional". */
+const char *mwi_sc_need_name(enum mwi_sc_need need);
+
+/* Prints the list, one "NR NAME USER NEED" line each.
+ * Context: any; writes to @out only. */
+void mwi_sc_list(FILE *out);
+
+/* The blocking syscalls during which a thread holds no lock. */
+extern const long mwi_blocking_safe[];
+extern const size_t mwi_nblocking_safe;
+
+/* 1 when @nr is one of mwi_blocking_safe.  Context: any. */
+int mwi_syscall_blocking_safe(long nr);
+
+#endif
