@@ -25,6 +25,11 @@ module MwrapAttach
 
     attr_reader :path
 
+    # Did the command succeed?  (Its answer is "ok ..." or "error: ...".)
+    def self.ok?(answer)
+      answer.start_with?("ok")
+    end
+
     # The client of TARGET's helper, or nil when it has none.
     def self.find(target)
       fds = Dir.children("/proc/#{target.pid}/fd").map(&:to_i).sort.reverse
@@ -83,7 +88,7 @@ module MwrapAttach
 
     # The answers so far ("" before the helper wrote any).
     def answers
-      @out ||= open("out", File::RDONLY)
+      @out ||= open_file("out", File::RDONLY)
       @out.pread(1 << 20, 0)
     rescue EOFError, Errno::ENOENT
       ""
@@ -98,7 +103,7 @@ module MwrapAttach
     # Tells a helper that could not start that we read its error: it
     # removes its directory then.
     def tell_failure_read
-      open("ctl", File::WRONLY | File::APPEND) { |f| f.syswrite("detach\n") }
+      open_file("ctl", File::WRONLY | File::APPEND) { |f| f.syswrite("detach\n") }
     rescue StandardError
       nil
     end
@@ -129,7 +134,7 @@ module MwrapAttach
       cmd << " --scan" if scan
       cmd << " --top #{top}" if top
       ans = command("#{cmd} #{name}", timeout: scan ? timeout + 40 : timeout)
-      fail!(EXIT[:no_answer], "dump failed: #{ans}") unless ans.start_with?("ok")
+      fail!(EXIT[:no_answer], "dump failed: #{ans}") unless ControlClient.ok?(ans)
       MwrapReport.parse(take(name), "#{path}/#{name}")
     end
 
@@ -140,7 +145,7 @@ module MwrapAttach
       heap = scratch_name("heap")
       cmd = dump_all_file ? "objects --dump-all #{heap} #{name}" : "objects #{name}"
       ans = command(cmd, timeout: dump_all_file ? 600 : 30)
-      unless ans.start_with?("ok")
+      unless ControlClient.ok?(ans)
         warn "mwrap-attach: no object view: #{ans.sub(/\Aerror: (objects: )?/, '')}"
         unlink(heap)
         return nil
@@ -169,9 +174,9 @@ module MwrapAttach
     private
 
     def command_locked(cmd, timeout)
-      @out ||= open("out", File::RDONLY)
+      @out ||= open_file("out", File::RDONLY)
       before = @out.stat.size
-      open("ctl", File::WRONLY | File::APPEND) { |f| f.syswrite("#{cmd}\n") }
+      open_file("ctl", File::WRONLY | File::APPEND) { |f| f.syswrite("#{cmd}\n") }
       deadline = Time.now + timeout
       shown = 0
       loop do
@@ -212,7 +217,9 @@ module MwrapAttach
       "#{tag}.#{Process.pid}.#{MwrapAttach.random_word}.json"
     end
 
-    def open(name, flags)
+    # NAME in the runtime directory, checked (below); closed after the
+    # block when one is given.
+    def open_file(name, flags)
       io = open_checked(name, flags)
       return io unless block_given?
 
@@ -225,7 +232,7 @@ module MwrapAttach
 
     # Reads NAME, a file a command wrote in the directory, and removes it.
     def take(name)
-      text = open(name, File::RDONLY, &:read)
+      text = open_file(name, File::RDONLY, &:read)
       File.unlink("/proc/self/fd/#{@dir.fileno}/#{name}")
       text
     end
@@ -238,7 +245,7 @@ module MwrapAttach
 
     # Copies NAME to FILE (ours to write) and removes it.
     def move_out(name, file)
-      open(name, File::RDONLY) do |src|
+      open_file(name, File::RDONLY) do |src|
         File.open(file, "wb") { |dst| IO.copy_stream(src, dst) }
       end
       unlink(name)
