@@ -17,7 +17,8 @@ module MwrapAttach
     include Fails
     extend Fails
 
-    PATTERN = %r{/mwrap\.\d+\.[A-Za-z0-9]{6}\z}
+    # The runtime directory's name, as the helper's mkdtemp makes it.
+    RUNDIR_NAME = %r{/mwrap\.\d+\.[A-Za-z0-9]{6}\z}
 
     # A window's lease: the target detaches by itself when no command came
     # for this long (we renew it every second).
@@ -35,7 +36,7 @@ module MwrapAttach
       fds = Dir.children("/proc/#{target.pid}/fd").map(&:to_i).sort.reverse
       fds.each do |n|
         link = File.readlink("/proc/#{target.pid}/fd/#{n}") rescue next
-        next unless link.match?(PATTERN)
+        next unless link.match?(RUNDIR_NAME)
 
         dir = IO.for_fd(IO.sysopen("/proc/#{target.pid}/fd/#{n}", O_PATH), autoclose: true)
         st = dir.stat
