@@ -217,6 +217,8 @@ install: deps-build
 	install -d $(DESTDIR)$(PREFIX)/bin/lib
 	install -m 0644 scripts/lib/mwrap_report.rb scripts/lib/mwrap_pprof.rb \
 		scripts/lib/mwrap_html.rb $(DESTDIR)$(PREFIX)/bin/lib/
+	install -d $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach
+	install -m 0644 scripts/lib/mwrap_attach/*.rb $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach/
 	install -d $(DESTDIR)$(RUBY_SITELIB) $(DESTDIR)$(RUBY_SITEARCH)
 	install -m 0644 ruby-ext/lib/mwrap.rb ruby-ext/lib/mwrap_rack.rb \
 		$(DESTDIR)$(RUBY_SITELIB)/

@@ -1,0 +1,104 @@
+# frozen_string_literal: true
+
+require "rbconfig"
+require "tmpdir"
+require_relative "failure"
+require_relative "output"
+require_relative "../mwrap_report"
+
+module MwrapAttach
+  # Many processes at once (-p 1,2 or --children-of MASTER): one
+  # mwrap-attach run per pid, then one report with a section per process
+  # and a merged view.
+  module Fleet
+    extend Fails
+
+    # SCRIPT is mwrap-attach itself, run once per pid; returns our exit
+    # code.
+    def self.run(o, script)
+      fail!(EXIT[:usage], "--watch takes one pid") if o[:watch]
+      pids = o[:children_of] ? children_of(o[:children_of]) : o[:pids]
+      pids.each { |pid| fail!(EXIT[:usage], "refusing to attach to myself") if pid == Process.pid }
+      results = Dir.mktmpdir("mwrap-attach") { |dir| attach_each(pids, o, dir, script) }
+      good = results.select { |_, dump, _, _| dump }
+      results.each do |pid, dump, code, last|
+        warn "mwrap-attach: process #{pid}: no report (exit #{code}: #{last.sub(/\Amwrap-attach: /, '')})" unless dump
+      end
+      return results.first[2] if good.empty?
+
+      merged = MwrapReport.merge(good.map { |_, dump, _, _| dump })
+      merged.header["seconds"] = good.map { |_, d, _, _| d.header["seconds"].to_f }.max
+      if o[:format] == "text"
+        text = +""
+        good.each do |pid, dump, _, _|
+          text << "=== process #{pid} ===\n" << Output.render(dump, dump.header["seconds"]&.to_f, "text") << "\n"
+        end
+        text << "=== merged view of #{good.size} of #{pids.size} processes ===\n"
+        text << Output.render(merged, merged.header["seconds"], "text")
+        Output.emit(text, o[:output])
+      else
+        Output.emit(Output.render(merged, merged.header["seconds"], o[:format]), o[:output])
+      end
+      EXIT[:ok]
+    end
+
+    def self.children_of(master)
+      fail!(EXIT[:no_such_process], "no such process: #{master}") unless File.exist?("/proc/#{master}")
+      kids = Dir.glob("/proc/[0-9]*/stat").filter_map do |f|
+        st = File.read(f)
+        f[%r{\A/proc/(\d+)/}, 1].to_i if st[(st.rindex(")") + 2)..].split[1].to_i == master
+      rescue SystemCallError
+        nil
+      end
+      fail!(EXIT[:no_such_process], "process #{master} has no child processes",
+            "give the workers' pids with -p PID1,PID2") if kids.empty?
+      kids.sort
+    end
+
+    # What each per-process run gets from our own options.
+    def self.child_args(o, pid)
+      args = ["-d", o[:seconds].to_s, "--backend", o[:backend], "--timeout", o[:timeout].to_s]
+      args += ["--sample", o[:sample]] if o[:sample]
+      args << "--objects" if o[:objects]
+      args += ["--dump-all", "#{o[:dump_all]}.#{pid}"] if o[:dump_all]
+      args << "--scan" if o[:scan]
+      args << "-v" if o[:verbose]
+      args
+    end
+
+    # Attaches to every pid at once, each through its own mwrap-attach run
+    # (its own checks, window and exit code); their messages are prefixed
+    # with the pid.  Returns [[pid, dump or nil, exit code, last message]].
+    def self.attach_each(pids, o, dir, script)
+      runs = pids.map do |pid|
+        out = File.join(dir, "#{pid}.json")
+        cmd = [RbConfig.ruby, script, "-p", pid.to_s, "--format=json", "-o", out, *child_args(o, pid)]
+        rd, wr = IO.pipe
+        child = Process.spawn(*cmd, err: wr, out: File::NULL)
+        wr.close
+        last = +""
+        reader = Thread.new do
+          rd.each_line do |l|
+            last.replace(l.strip)
+            warn "[#{pid}] #{l.strip}"
+          end
+        end
+        { pid: pid, child: child, out: out, reader: reader, last: last }
+      end
+      forward = ->(sig) { runs.each { |r| Process.kill(sig, r[:child]) rescue nil } }
+      old_int = trap("INT") { forward.call("INT") }
+      old_term = trap("TERM") { forward.call("TERM") }
+      results = runs.map do |r|
+        _, status = Process.wait2(r[:child])
+        r[:reader].join
+        dump = MwrapReport.parse(File.read(r[:out]), r[:out]) if status.success? && File.size?(r[:out])
+        [r[:pid], dump, status.exitstatus || 1, r[:last]]
+      end
+      trap("INT", old_int)
+      trap("TERM", old_term)
+      results
+    end
+
+    private_class_method :children_of, :child_args, :attach_each
+  end
+end

@@ -1,0 +1,77 @@
+# frozen_string_literal: true
+
+require_relative "failure"
+require_relative "paths"
+
+module MwrapAttach
+  # mwrap-inject: loads our library into the target and calls mw_attach;
+  # its exit codes and mw_attach's results mapped to ours.
+  module Injector
+    extend Fails
+
+    def self.path
+      MwrapAttach.our_file("inject", "mwrap-inject", test: :executable?) or
+        fail!(EXIT[:inject], "cannot find mwrap-inject", "run 'make'")
+    end
+
+    # mwrap-inject's exit codes by name (GONE, PERM, LOAD, ...), from
+    # `mwrap-inject --exit-codes`: inject/exitcodes.h is their one source.
+    def self.exit_codes
+      @exit_codes ||= IO.popen([path, "--exit-codes"], &:read).lines.to_h do |l|
+        name, number = l.split
+        [name, number.to_i]
+      end
+    end
+
+    # The name of mwrap-inject's exit code N (nil when it has none: it
+    # died of a signal, or is not the one we asked).
+    def self.exit_name(number)
+      number && exit_codes.key(number)
+    end
+
+    # Loads LIB and calls mw_attach(OPTS) in TARGET through mwrap-inject,
+    # with its native ptrace backend or gdb, and checks mw_attach's
+    # result.  Raises a Failure for either's failure.
+    def self.attach(target, lib, opts, backend, verbose, timeout)
+      result = call(target, lib, "mw_attach", opts, backend, verbose, timeout)
+      case result
+      when 0 then nil
+      when -Errno::EALREADY::Errno
+        fail!(EXIT[:already_attached], "process #{target.pid} is already attached")
+      when -Errno::EBUSY::Errno
+        fail!(EXIT[:already_attached], "process #{target.pid} already runs under LD_PRELOAD=libmwrap.so",
+              "use its MWRAP= dump options or the Ruby API instead")
+      else
+        fail!(EXIT[:inject], "mw_attach failed in the target: " \
+                             "#{SystemCallError.new(nil, -result).message rescue result}")
+      end
+    end
+
+    # Calls FUNCTION(ARG) in LIB, loaded into TARGET; returns its result.
+    def self.call(target, lib, function, arg, backend, verbose, timeout)
+      cmd = [path, "-p", target.pid.to_s, "--backend=#{backend}", "--timeout", timeout.to_s]
+      cmd << "-v" if verbose
+      cmd += [lib, function, arg]
+      out = IO.popen(cmd, err: %i[child out], &:read)
+      status = $?
+      warn out if verbose
+      result = out[/^result=(-?\d+)/, 1]
+      return result.to_i if status.success? && result
+
+      reason = out.lines.grep(/mwrap-inject:/).last.to_s.strip
+      case exit_name(status.exitstatus)
+      when "NOPROC", "GONE"
+        fail!(EXIT[:target_gone], "process #{target.pid} exited during the attach")
+      when "PERM"
+        fail!(EXIT[:permission], "ptrace was refused: #{reason}",
+              "run as root; in Docker add --cap-add=SYS_PTRACE")
+      when "LOAD", "SYMBOL"
+        fail!(EXIT[:library], "the target could not load the library: #{reason}",
+              "check that #{lib} and liburcu are readable by uid #{target.uid}")
+      else
+        fail!(EXIT[:inject], "injection failed: #{reason}", "retry with -v for the transcript")
+      end
+    end
+    private_class_method :call
+  end
+end
