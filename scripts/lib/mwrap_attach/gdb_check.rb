@@ -39,7 +39,11 @@ module MwrapAttach
                       libc, "strlen", "mwrap"], err: %i[child out], &:read)
       return "gdb could not call into it: #{out.lines.last.to_s.strip}" unless out =~ /^result=5$/
 
-      w_in.write("ping\n")
+      begin
+        w_in.write("ping\n")
+      rescue Errno::EPIPE
+        nil # it died already: its status below says how
+      end
       w_in.close
       echoed = IO.select([r_out], nil, nil, 5) && r_out.read_nonblock(64, exception: false)
       _, status = Process.wait2(pid)
