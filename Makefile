@@ -59,7 +59,7 @@ deps:
 INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.c \
 	inject/gdb.c inject/seccomp.c
 
-C_TESTS = build/tests/test_options build/tests/test_control
+C_TESTS = build/tests/test_options build/tests/test_control build/tests/test_live
 
 build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS) \
 	build/bench/libcount.so ruby-ext/lib/mwrap_ext.so
