@@ -61,8 +61,23 @@ INJECT_SRCS = inject/mwrap-inject.c inject/ptrace.c inject/maps.c inject/elfsym.
 
 C_TESTS = build/tests/test_options build/tests/test_control build/tests/test_live
 
+# The GOT patcher's matrix (tests/test_got_matrix.py), after plthook's:
+# an executable and its library built PIE or not, without or with RELRO,
+# with lazy or immediate binding (relro + now = full RELRO), calling
+# through the PLT or the GOT (-fno-plt).  The variant is the directory.
+GOTM_VARIANTS = $(foreach pie,pie nopie,$(foreach relro,norelro relro,\
+	$(foreach bind,lazy now,$(foreach plt,plt noplt,\
+	$(pie)-$(relro)-$(bind)-$(plt)))))
+GOTM_BINS = $(GOTM_VARIANTS:%=build/got_matrix/%/libgotlib.so) \
+	$(GOTM_VARIANTS:%=build/got_matrix/%/gotmain)
+gotm_has = $(filter $1,$(subst -, ,$2))
+gotm_flags = $(if $(call gotm_has,noplt,$1),-fno-plt) \
+	-Wl,-z,$(if $(call gotm_has,norelro,$1),norelro,relro) \
+	-Wl,-z,$(if $(call gotm_has,now,$1),now,lazy)
+gotm_pie = $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie)
+
 build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS) \
-	build/bench/libcount.so ruby-ext/lib/mwrap_ext.so
+	$(GOTM_BINS) build/bench/libcount.so ruby-ext/lib/mwrap_ext.so
 
 # The Ruby extension, built with mkmf against Debian's ruby-dev and put
 # next to lib/mwrap.rb, so `ruby -I ruby-ext/lib -rmwrap` finds both.
@@ -120,6 +135,18 @@ build/targets/libdeep.so: tests/targets/deep_lib.c build/targets/libdeepalloc.so
 build/targets/deepbind-jemalloc: tests/targets/deepbind.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -ldl -ljemalloc
+
+# the matrix's variants (GOTM_VARIANTS above)
+build/got_matrix/%/libgotlib.so: tests/got_matrix/gotlib.c tests/got_matrix/sites.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fno-builtin -fPIC -shared $(call gotm_flags,$*) \
+		-o $@ $<
+
+build/got_matrix/%/gotmain: tests/got_matrix/gotmain.c tests/got_matrix/sites.h \
+		build/got_matrix/%/libgotlib.so
+	$(CC) $(CFLAGS) $(WARN) -fno-builtin $(call gotm_pie,$*) \
+		$(call gotm_flags,$*) -rdynamic -o $@ $< \
+		-L$(@D) -lgotlib -Wl,-rpath,'$$ORIGIN' -ldl
 
 build/tests/test_%: tests/c/test_%.c preload/%.c tests/c/tap.h
 	@mkdir -p $(@D)
