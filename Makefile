@@ -68,13 +68,15 @@ C_TESTS = build/tests/test_options build/tests/test_control build/tests/test_liv
 GOTM_VARIANTS = $(foreach pie,pie nopie,$(foreach relro,norelro relro,\
 	$(foreach bind,lazy now,$(foreach plt,plt noplt,\
 	$(pie)-$(relro)-$(bind)-$(plt)))))
-GOTM_BINS = $(GOTM_VARIANTS:%=build/got_matrix/%/libgotlib.so) \
-	$(GOTM_VARIANTS:%=build/got_matrix/%/gotmain)
+# and an executable that takes malloc's address (a callback pointer)
+GOTM_ADDR_VARIANTS = pie-relro-lazy-plt-addr nopie-relro-lazy-plt-addr
+GOTM_BINS = $(foreach v,$(GOTM_VARIANTS) $(GOTM_ADDR_VARIANTS),\
+	build/got_matrix/$(v)/libgotlib.so build/got_matrix/$(v)/gotmain)
 gotm_has = $(filter $1,$(subst -, ,$2))
 gotm_flags = $(if $(call gotm_has,noplt,$1),-fno-plt) \
 	-Wl,-z,$(if $(call gotm_has,norelro,$1),norelro,relro) \
 	-Wl,-z,$(if $(call gotm_has,now,$1),now,lazy)
-gotm_pie = $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie)
+gotm_pie = $(if $(call gotm_has,addr,$1),-DGOTM_TAKE_ADDRESS) $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie)
 
 build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS) \
 	$(GOTM_BINS) build/bench/libcount.so ruby-ext/lib/mwrap_ext.so

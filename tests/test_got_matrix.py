@@ -229,3 +229,39 @@ def test_preloaded_counts_exe_and_library(tmp, variant):
         assert within(s["total_bytes"], total * size), (fn, s)
         # the target freed everything before exit
         assert s["frees"] == s["allocations"] and s["live_bytes"] == 0, (fn, s)
+
+
+@needs_ptrace
+@pytest.mark.parametrize("variant", [
+    "pie-relro-lazy-plt-addr",
+    pytest.param("nopie-relro-lazy-plt-addr", marks=pytest.mark.xfail(
+        strict=True, reason="product bug: in a non-PIE executable that "
+        "takes malloc's address, dlsym(RTLD_DEFAULT, \"malloc\") answers the "
+        "executable's PLT entry (malloc's canonical address); mw_attach "
+        "forwards to that, and slot_ours() takes every malloc slot already "
+        "bound to libc's malloc (the executable's own, a library's bound "
+        "before the attach or -z now) for a foreign allocator: exe_malloc "
+        "is not counted, got_foreign=1, untraced_allocator_in=the "
+        "executable")),
+])
+def test_executable_taking_mallocs_address(spawn, variant):
+    """A program that hands malloc to a library as a callback (gotmain.c
+    with -DGOTM_TAKE_ADDRESS): the attach must still count both objects'
+    direct calls and keep the process's own allocator."""
+    t = spawn([binary(variant)])
+    t.expect("ready")
+    before = slots(t)
+    said = control(t.pid, "--keep")
+    rounds = 2
+    ask(t, f"round {rounds} all", f"round {rounds} blocks=")
+    _, sites = our_sites(t.pid)
+    try:
+        assert sites.keys() == PER_ROUND.keys(), (sorted(sites), said)
+        for fn, (calls, size) in PER_ROUND.items():
+            assert sites[fn]["allocations"] == rounds * calls, (fn, sites[fn])
+            assert within(sites[fn]["total_bytes"], rounds * size), sites[fn]
+    finally:
+        assert control(t.pid, "--detach").startswith("ok detach")
+        assert slots(t) == before
+        rc, rest, err = t.finish(timeout=20)
+        assert rc == 0 and rest == ["bye OK"], (rc, rest, err)

@@ -19,6 +19,11 @@
  *
  * On EOF it frees what is left and prints "bye OK" (exit 0) or
  * "bye CORRUPT" (exit 1).  Sizes per round: see the table below.
+ *
+ * Built with -DGOTM_TAKE_ADDRESS, the executable also stores malloc's
+ * address in a callback pointer, as programs handing an allocator to a
+ * library do: in a non-PIE executable its PLT entry then becomes malloc's
+ * canonical address, the one every dlsym("malloc") answers.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -38,6 +43,13 @@ void *lib_realloc(void *old, size_t n);
 void *lib_posix_memalign(size_t align, size_t n);
 void *lib_aligned_alloc(size_t align, size_t n);
 void lib_free(void *p);
+
+#ifdef GOTM_TAKE_ADDRESS
+/* set in code, not by an initializer: non-PIE code then needs malloc's
+ * address as a link-time constant (its PLT entry), where an initializer
+ * would get a dynamic relocation to libc's */
+void *(*volatile gotm_malloc_cb)(size_t);
+#endif
 
 struct block {
 	unsigned char *p;
@@ -285,6 +297,9 @@ int main(void)
 {
 	char line[128];
 
+#ifdef GOTM_TAKE_ADDRESS
+	gotm_malloc_cb = malloc;
+#endif
 	printf("ready\n");
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin)) {
