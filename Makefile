@@ -76,7 +76,8 @@ gotm_has = $(filter $1,$(subst -, ,$2))
 gotm_flags = $(if $(call gotm_has,noplt,$1),-fno-plt) \
 	-Wl,-z,$(if $(call gotm_has,norelro,$1),norelro,relro) \
 	-Wl,-z,$(if $(call gotm_has,now,$1),now,lazy)
-gotm_pie = $(if $(call gotm_has,addr,$1),-DGOTM_TAKE_ADDRESS) $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie)
+gotm_exe = $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie) \
+	$(if $(call gotm_has,addr,$1),-DGOTM_TAKE_ADDRESS)
 
 build: preload/libmwrap.so inject/mwrap-inject $(TEST_TARGETS) $(C_TESTS) \
 	$(GOTM_BINS) build/bench/libcount.so ruby-ext/lib/mwrap_ext.so
@@ -146,7 +147,7 @@ build/got_matrix/%/libgotlib.so: tests/got_matrix/gotlib.c tests/got_matrix/site
 
 build/got_matrix/%/gotmain: tests/got_matrix/gotmain.c tests/got_matrix/sites.h \
 		build/got_matrix/%/libgotlib.so
-	$(CC) $(CFLAGS) $(WARN) -fno-builtin $(call gotm_pie,$*) \
+	$(CC) $(CFLAGS) $(WARN) -fno-builtin $(call gotm_exe,$*) \
 		$(call gotm_flags,$*) -rdynamic -o $@ $< \
 		-L$(@D) -lgotlib -Wl,-rpath,'$$ORIGIN' -ldl
 
