@@ -64,11 +64,29 @@ INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/bpfeval.c inject/scprobe.c inject/safepoint.c
 
 C_TESTS = build/tests/test_options build/tests/test_control \
-	build/tests/test_elfsym
+	build/tests/test_elfsym build/tests/test_live
+
+# The GOT patcher's matrix (tests/test_got_matrix.py), after plthook's:
+# an executable and its library built PIE or not, without or with RELRO,
+# with lazy or immediate binding (relro + now = full RELRO), calling
+# through the PLT or the GOT (-fno-plt).  The variant is the directory.
+GOTM_VARIANTS = $(foreach pie,pie nopie,$(foreach relro,norelro relro,\
+	$(foreach bind,lazy now,$(foreach plt,plt noplt,\
+	$(pie)-$(relro)-$(bind)-$(plt)))))
+# and an executable that takes malloc's address (a callback pointer)
+GOTM_ADDR_VARIANTS = pie-relro-lazy-plt-addr nopie-relro-lazy-plt-addr
+GOTM_BINS = $(foreach v,$(GOTM_VARIANTS) $(GOTM_ADDR_VARIANTS),\
+	build/got_matrix/$(v)/libgotlib.so build/got_matrix/$(v)/gotmain)
+gotm_has = $(filter $1,$(subst -, ,$2))
+gotm_flags = $(if $(call gotm_has,noplt,$1),-fno-plt) \
+	-Wl,-z,$(if $(call gotm_has,norelro,$1),norelro,relro) \
+	-Wl,-z,$(if $(call gotm_has,now,$1),now,lazy)
+gotm_exe = $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie) \
+	$(if $(call gotm_has,addr,$1),-DGOTM_TAKE_ADDRESS)
 
 PRODUCT = preload/libmwrap.so inject/mwrap-inject ruby-ext/lib/mwrap_ext.so
 
-build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) build/bench/libcount.so
+build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) $(GOTM_BINS) build/bench/libcount.so
 
 product: $(PRODUCT)
 
@@ -135,9 +153,22 @@ build/targets/deepbind-jemalloc: tests/targets/deepbind.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -ldl -ljemalloc
 
+# the matrix's variants (GOTM_VARIANTS above)
+build/got_matrix/%/libgotlib.so: tests/got_matrix/gotlib.c tests/got_matrix/sites.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fno-builtin -fPIC -shared $(call gotm_flags,$*) \
+		-o $@ $<
+
+build/got_matrix/%/gotmain: tests/got_matrix/gotmain.c tests/got_matrix/sites.h \
+		build/got_matrix/%/libgotlib.so
+	$(CC) $(CFLAGS) $(WARN) -fno-builtin $(call gotm_exe,$*) \
+		$(call gotm_flags,$*) -rdynamic -o $@ $< \
+		-L$(@D) -lgotlib -Wl,-rpath,'$$ORIGIN' -ldl
+
 # each parser's unit test, with the parser's own source
 build/tests/test_options: preload/base/options.c
 build/tests/test_control: preload/base/command.c
+build/tests/test_live: preload/core/live.c
 build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ $< $(filter preload/%.c,$^)
