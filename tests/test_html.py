@@ -72,6 +72,6 @@ def test_html_carries_the_scan_and_the_object_view(tmp):
     html = open(page).read()
     assert '<th data-col="unreferenced">' in html
     # 75% of the site's 2,000,000 live bytes: its scaled estimate
-    assert '<td data-v="1500000">1500000</td>' in html
+    assert '<td data-v="1500000" title="1,500,000 bytes">1.4 MiB</td>' in html
     assert "memory side by side" in html and "instruction sequences (4200 iseqs)" in html
     assert "pointer scan: 1.4 MiB of 2.9 MiB live nothing points to" in html
