@@ -26,7 +26,7 @@ module MwrapHtml
 
   # 12345678 -> "12,345,678"
   def self.grouped(n)
-    n.to_s.reverse.scan(/\d{1,3}-?/).join(",").reverse.sub("-,", "-")
+    n.to_s.gsub(/(\d)(?=(\d{3})+\z)/, '\1,')
   end
 
   def self.shorten(text, max = LABEL_CHARS)
