@@ -3,23 +3,15 @@ Chromium (its sort script runs; the chart is drawn; a screenshot is
 saved in the test's tmp dir)."""
 import os
 import re
-import shutil
 
 import pytest
 
-from conftest import LEAK_RB, ROOT, attach, ptrace_allowed, run, start_leak
+from conftest import (CHROMIUM, LEAK_RB, ROOT, attach, chromium, ptrace_allowed, run,
+                      start_leak)
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 NEW = os.path.join(ROOT, "tests", "data", "new.json")
-CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
-
-
-def chromium(args, tmp):
-    return run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
-                f"--user-data-dir={tmp / 'chrome-profile'}"] + args, timeout=120)
 
 
 def table_locations(dom):

@@ -6,14 +6,12 @@ is saved beside it in the test's tmp dir."""
 import json
 import os
 import re
-import shutil
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import CHROMIUM, ROOT, chromium, run
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
-CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
 
 GEM = ("/home/deploy/.local/share/gem/ruby/3.1.0/gems/activesupport-7.1.3.2/lib/"
@@ -38,13 +36,6 @@ def site(location, live, total, allocations, live_count):
 SITES = [site(f"{GEM}:42", 6291456, 6291456, 1536, 1536),      # 6 MiB, 75%
          site(f"{GEM}:97", 1572864, 10485760, 40960, 6144),    # 1.5 MiB of 10 MiB
          site("app/models/user.rb:12", 524288, 524288, 512, 512)]
-
-
-def chromium(args, tmp):
-    return run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-                f"--user-data-dir={tmp / 'chrome-profile'}"] + args, timeout=120)
 
 
 def rows(dom):
