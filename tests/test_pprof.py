@@ -82,9 +82,10 @@ def test_profile_from_a_dump(tmp):
     values, loc = sites["deflateInit2_"]
     assert values == [4, 400000, 2, 200000]
     assert loc["address"][0] == 0x7f0000001234
-    mapping = prof["mapping"][0]
-    assert strings[mapping["filename"][0]] == "/lib/x86_64-linux-gnu/libz.so.1"
-    assert mapping["has_functions"] == [True]     # dladdr named its one site
+    mappings = {strings[m["filename"][0]]: m for m in prof["mapping"]}
+    assert sorted(mappings) == ["/lib/x86_64-linux-gnu/libz.so.1", "[ruby]"]
+    assert mappings["/lib/x86_64-linux-gnu/libz.so.1"]["id"] == loc["mapping_id"]
+    assert mappings["/lib/x86_64-linux-gnu/libz.so.1"]["has_functions"] == [True]   # dladdr named it
     assert prof["duration_nanos"][0] == 70 * 10**9
 
 

@@ -54,6 +54,7 @@ def top(tmp, *args):
             env={"HOME": str(tmp), "PPROF_TMPDIR": str(tmp), "GOTOOLCHAIN": "local"},
             timeout=120)
     assert p.returncode == 0, p.stderr
+    assert "not available" not in p.stderr     # every location has a mapping
     rows = re.findall(r"^\s*(-?\d+)B\s+\S+%\s+\S+%\s+-?\d+B\s+\S+%\s+(.+?)\s*$",
                       p.stdout, re.M)
     assert rows, p.stdout

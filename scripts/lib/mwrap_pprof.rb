@@ -50,6 +50,9 @@ module MwrapPprof
 
   NATIVE = /\A(.*)\((.*)\+0x(\h+)\)\[0x(\h+)\]\z/.freeze
   RUBY = /\A(.*):(\d+)\z/.freeze
+  # Ruby sites' mapping: without one pprof says "Main binary filename not
+  # available"; the brackets tell it there is nothing to symbolize.
+  RUBY_MAPPING = "[ruby]"
 
   class Builder
     def initialize
@@ -88,9 +91,9 @@ module MwrapPprof
         @locations << [id, mapping(file, sym.empty? ? addr - off : nil, addr), addr, fn, 0]
       elsif (m = RUBY.match(site_name))
         line = m[2].to_i
-        @locations << [id, 0, 0, function(site_name, m[1], line), line]
+        @locations << [id, mapping(RUBY_MAPPING, nil, 0), 0, function(site_name, m[1], line), line]
       else
-        @locations << [id, 0, 0, function(site_name, ""), 0]
+        @locations << [id, mapping(RUBY_MAPPING, nil, 0), 0, function(site_name, ""), 0]
       end
       id
     end
