@@ -289,3 +289,15 @@ def ptrace_allowed():
 
 def attach(args, timeout=60):
     return run([ATTACH] + args, timeout=timeout)
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+def chromium(args, tmp):
+    """Debian's chromium, headless, with its profile in tmp and nothing
+    fetched from the network; a fixed layout (no scrollbars)."""
+    return run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                f"--user-data-dir={tmp / 'chrome-profile'}"] + args, timeout=120)

@@ -3,23 +3,15 @@ Chromium (its sort script runs; the chart is drawn; a screenshot is
 saved in the test's tmp dir)."""
 import os
 import re
-import shutil
 
 import pytest
 
-from conftest import LEAK_RB, ROOT, attach, ptrace_allowed, run, start_leak
+from conftest import (CHROMIUM, LEAK_RB, ROOT, attach, chromium, ptrace_allowed, run,
+                      start_leak)
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 NEW = os.path.join(ROOT, "tests", "data", "new.json")
-CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
-
-
-def chromium(args, tmp):
-    return run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
-                f"--user-data-dir={tmp / 'chrome-profile'}"] + args, timeout=120)
 
 
 def table_locations(dom):
@@ -72,6 +64,6 @@ def test_html_carries_the_scan_and_the_object_view(tmp):
     html = open(page).read()
     assert '<th data-col="unreferenced">' in html
     # 75% of the site's 2,000,000 live bytes: its scaled estimate
-    assert '<td data-v="1500000">1500000</td>' in html
+    assert '<td data-v="1500000" title="1,500,000 bytes">1.4 MiB</td>' in html
     assert "memory side by side" in html and "instruction sequences (4200 iseqs)" in html
     assert "pointer scan: 1.4 MiB of 2.9 MiB live nothing points to" in html

@@ -49,16 +49,17 @@ def decode(path):
 
 
 def by_location(prof, strings):
-    """{site name: (values, location)} with names rebuilt from functions."""
+    """{site name: (values, location)}: a Ruby site's name rebuilt from its
+    function's file and its line, a native one's from its function."""
     funcs = {f["id"][0]: f for f in prof["function"]}
     out = {}
     locs = {l["id"][0]: l for l in prof["location"]}
     for s in prof["sample"]:
         loc = locs[s["location_id"][0]]
         fn = funcs[loc["line"][0]["function_id"][0]]
-        name = strings[fn["name"][0]]
         line = loc["line"][0].get("line", [0])[0]
-        out[f"{name}:{line}" if line else name] = (s["value"], loc)
+        name = f'{strings[fn["filename"][0]]}:{line}' if line else strings[fn["name"][0]]
+        out[name] = (s["value"], loc)
     return out
 
 
@@ -72,13 +73,19 @@ def test_profile_from_a_dump(tmp):
                      ("inuse_objects", "count"), ("inuse_space", "bytes")]
     assert strings[prof["default_sample_type"][0]] == "inuse_space"
     sites = by_location(prof, strings)
+    # a function per Ruby line, named after it (pprof -top ranks functions)
+    funcs = {strings[f["name"][0]]: f for f in prof["function"]}
+    assert strings[funcs["app/cache.rb:20"]["filename"][0]] == "app/cache.rb"
+    assert funcs["app/cache.rb:20"]["start_line"] == [20]
     assert sites["app/cache.rb:20"][0] == [1200, 12000000, 1200, 12000000]
     assert sites["app/render.rb:15"][0] == [60000, 60000000, 2000, 2000000]
     values, loc = sites["deflateInit2_"]
     assert values == [4, 400000, 2, 200000]
     assert loc["address"][0] == 0x7f0000001234
-    mapping = prof["mapping"][0]
-    assert strings[mapping["filename"][0]] == "/lib/x86_64-linux-gnu/libz.so.1"
+    mappings = {strings[m["filename"][0]]: m for m in prof["mapping"]}
+    assert sorted(mappings) == ["/lib/x86_64-linux-gnu/libz.so.1", "[ruby]"]
+    assert mappings["/lib/x86_64-linux-gnu/libz.so.1"]["id"] == loc["mapping_id"]
+    assert mappings["/lib/x86_64-linux-gnu/libz.so.1"]["has_functions"] == [True]   # dladdr named it
     assert prof["duration_nanos"][0] == 70 * 10**9
 
 

@@ -4,15 +4,13 @@ leaking line first, and a file name with '<' in it is escaped."""
 import html
 import os
 import re
-import shutil
 import urllib.request
 
 import pytest
 
-from conftest import MWRAP, ROOT, run
+from conftest import CHROMIUM, MWRAP, ROOT, chromium, run
 
 EXT = os.path.join(ROOT, "ruby-ext", "lib")
-CHROMIUM = shutil.which("chromium")
 
 APP = """\
 require "webrick"
@@ -48,15 +46,6 @@ puts "ready #{server.listeners[0].addr[1]}"
 server.start
 """
 LEAK_LINE = 8
-
-
-def chromium(args, tmp):
-    return run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                "--disable-quic", "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
-                f"--user-data-dir={tmp / 'chrome-profile'}"] + args,
-               timeout=120)
 
 
 @pytest.fixture

@@ -5,12 +5,14 @@
 #   map("/MWRAP") { run(MwrapRack.new) }
 #
 #   /                    totals: tracked live bytes against RSS
-#   /each/MIN?sort=COL   sites with total > MIN bytes, sortable by total,
-#                        allocations, frees, live, mean_life, max_life
+#   /each/MIN?sort=COL   sites with total > MIN bytes, by live bytes or
+#                        by total, allocations, frees, mean_life, max_life
 #   /at/LOCATION         live blocks of one site (size, generation)
 #   /heap_pages          Ruby heap pages: statistics and addresses
 #
 # Pages are generated inside Mwrap.quiet, so viewing them records nothing.
+# Links are absolute under the mount (SCRIPT_NAME): a relative "each/2000"
+# seen at /MWRAP (no trailing slash) would resolve to /each/2000.
 require "cgi"
 require "mwrap"
 
@@ -20,10 +22,12 @@ class MwrapRack
               "cache-control" => "no-cache, max-age=0, must-revalidate" }.freeze
 
   def call(env)
+    base = h(env["SCRIPT_NAME"].to_s.chomp("/"))
     Mwrap.quiet do
       case env["PATH_INFO"].to_s
-      when "", "/" then page("mwrap", index)
-      when %r{\A/each/(\d+)\z} then page("Mwrap.each(#{$1})", each_table($1.to_i, sort_key(env)))
+      when "", "/" then page("mwrap", index(base))
+      when %r{\A/each/(\d+)\z}
+        page("Mwrap.each(#{$1})", each_table(base, $1.to_i, sort_key(env)))
       when %r{\A/at/(.+)\z} then at(CGI.unescape($1))
       when "/heap_pages" then page("heap pages", heap_pages)
       else [404, { "content-type" => "text/plain" }, ["Not found\n"]]
@@ -41,7 +45,8 @@ class MwrapRack
     html = +"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>#{h(title)}</title>"
     html << "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}" \
             "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}" \
-            "td.loc{text-align:left;font-family:monospace}th a{text-decoration:none}</style>"
+            "td.loc{text-align:left;font-family:monospace}th a{text-decoration:none}" \
+            "th.sorted{background:#e8eef7}</style>"
     html << "</head><body><h1>#{h(title)}</h1>#{body}</body></html>\n"
     [200, HEADERS.dup, [html]]
   end
@@ -50,20 +55,21 @@ class MwrapRack
     File.read("/proc/self/status")[/VmRSS:\s+(\d+)/, 1].to_i * 1024
   end
 
-  def index
+  # base: the mount point, HTML-escaped, without a trailing slash.
+  def index(base)
     live = Mwrap.total_bytes_allocated - Mwrap.total_bytes_freed
     "<table><tr><th>tracked bytes allocated</th><td>#{Mwrap.total_bytes_allocated}</td></tr>" \
       "<tr><th>tracked bytes freed</th><td>#{Mwrap.total_bytes_freed}</td></tr>" \
       "<tr><th>tracked live bytes</th><td id=\"live\">#{live}</td></tr>" \
       "<tr><th>RSS bytes</th><td id=\"rss\">#{rss_bytes}</td></tr></table>" \
-      "<p><a href=\"each/2000\">sites with more than 2000 bytes allocated</a> &middot; " \
-      "<a href=\"each/0?sort=live\">all sites by live bytes</a> &middot; " \
-      "<a href=\"heap_pages\">heap pages</a></p>"
+      "<p><a href=\"#{base}/each/2000\">sites with more than 2000 bytes allocated</a> &middot; " \
+      "<a href=\"#{base}/each/0\">all sites</a> &middot; " \
+      "<a href=\"#{base}/heap_pages\">heap pages</a></p>"
   end
 
   def sort_key(env)
-    key = CGI.parse(env["QUERY_STRING"].to_s).fetch("sort", ["total"]).first
-    COLUMNS.include?(key) ? key : "total"
+    key = CGI.parse(env["QUERY_STRING"].to_s).fetch("sort", ["live"]).first
+    COLUMNS.include?(key) ? key : "live"
   end
 
   def mean_life(site)
@@ -80,17 +86,20 @@ class MwrapRack
     end
   end
 
-  def each_table(min, sort)
+  def each_table(base, min, sort)
     sites = Mwrap.sites(min).sort_by { |s| value(s, sort) }
     sites.reverse! unless sort == "location"
     html = +"<p>Current generation: #{GC.count}</p><table id=\"sites\"><tr>"
-    COLUMNS.each { |c| html << "<th><a href=\"?sort=#{c}\">#{c}</a></th>" }
+    COLUMNS.each do |c|
+      mark = c == sort ? " class=\"sorted\"" : ""
+      html << "<th#{mark}><a href=\"#{base}/each/#{min}?sort=#{c}\">#{c}</a></th>"
+    end
     html << "</tr>"
     sites.each do |s|
       loc = s[:location]
       html << "<tr><td>#{s[:total]}</td><td>#{s[:allocations]}</td><td>#{s[:frees]}</td>" \
               "<td>#{s[:live_bytes]}</td><td>#{format('%0.3f', mean_life(s))}</td>" \
-              "<td>#{s[:max_lifespan]}</td><td class=\"loc\"><a href=\"../at/#{h(CGI.escape(loc))}\">" \
+              "<td>#{s[:max_lifespan]}</td><td class=\"loc\"><a href=\"#{base}/at/#{h(CGI.escape(loc))}\">" \
               "#{h(loc)}</a></td></tr>"
     end
     html << "</table>"

@@ -4,17 +4,33 @@
 # figures, a chart of live bytes by file and line (inline SVG: one bar
 # per file, split into its lines), and a table sortable by any column
 # (a few lines of JavaScript; #sort=COLUMN in the URL sorts on load).
+# Sizes read as KiB/MiB with the exact bytes on hover; each site's share
+# of all live bytes; long paths wrap at their slashes (full text on hover)
+# so the table fits a 1400 px window.
 require "cgi"
 require_relative "mwrap_report"
 
 module MwrapHtml
-  COLUMNS = [%w[live live_bytes], %w[live_count live_count], %w[total total_bytes],
+  COLUMNS = [%w[live live_bytes], %w[share share], %w[live_count live_count], %w[total total_bytes],
              %w[allocations allocations], %w[frees frees], %w[mean_life mean_lifespan],
              %w[location location]].freeze
+  BYTES = %w[live_bytes total_bytes unreferenced].freeze
+  COUNTS = %w[live_count allocations frees].freeze
+  # chart labels longer than this keep their tail (the file name)
+  LABEL_CHARS = 90
   COLORS = %w[#4e79a7 #f28e2b #e15759 #76b7b2 #59a14f #edc948 #b07aa1 #ff9da7 #9c755f #bab0ac].freeze
 
   def self.h(s)
     CGI.escapeHTML(s.to_s)
+  end
+
+  # 12345678 -> "12,345,678"
+  def self.grouped(n)
+    n.to_s.gsub(/(\d)(?=(\d{3})+\z)/, '\1,')
+  end
+
+  def self.shorten(text, max = LABEL_CHARS)
+    text.size > max ? "…#{text[-(max - 1)..]}" : text
   end
 
   # Live bytes by file, each split by line: [[file, total, [[line, bytes]]]].
@@ -40,14 +56,14 @@ module MwrapHtml
            "height=\"#{files.size * 44 + 10}\" role=\"img\" aria-label=\"live bytes by file and line\">"
     files.each_with_index do |(file, total, lines), i|
       y = 10 + i * 44
-      svg << "<text x=\"0\" y=\"#{y + 10}\" font-size=\"12\">#{h(file)} — " \
-             "#{h(MwrapReport.human(total))}</text>"
+      svg << "<text x=\"0\" y=\"#{y + 10}\" font-size=\"12\"><title>#{h(file)}: #{grouped(total)} bytes" \
+             "</title>#{h(shorten(file))} — #{h(MwrapReport.human(total))}</text>"
       x = 0.0
       lines.each_with_index do |(line, bytes), j|
         w = width * bytes / max
         label = line ? "#{file}:#{line}" : file
         svg << "<rect class=\"seg\" x=\"#{x.round(1)}\" y=\"#{y + 16}\" width=\"#{[w, 0.5].max.round(1)}\" " \
-               "height=\"20\" fill=\"#{COLORS[j % COLORS.size]}\"><title>#{h(label)}: #{bytes} bytes</title></rect>"
+               "height=\"20\" fill=\"#{COLORS[j % COLORS.size]}\"><title>#{h(label)}: #{grouped(bytes)} bytes</title></rect>"
         svg << "<text x=\"#{(x + 3).round(1)}\" y=\"#{y + 31}\" font-size=\"11\" fill=\"#fff\">" \
                "#{h(":#{line}")}</text>" if line && w > 40
         x += w
@@ -56,8 +72,11 @@ module MwrapHtml
     svg << "</svg>"
   end
 
-  def self.cell(site, key)
+  # A cell's sort value: numbers as they are, nil as "".
+  def self.cell(site, key, live_total)
     case key
+    when "share"
+      site[:live] && live_total.positive? ? (100.0 * site[:live] / live_total).round(1) : nil
     when "mean_lifespan"
       m = MwrapReport.mean_lifespan(site)
       m.nil? ? "" : m.infinite? ? "Infinity" : format("%.1f", m)
@@ -73,32 +92,50 @@ module MwrapHtml
   def self.columns(dump)
     return COLUMNS unless dump.scan
 
-    COLUMNS.dup.insert(2, %w[unreferenced unreferenced])
+    COLUMNS.dup.insert(3, %w[unreferenced unreferenced])
   end
 
-  def self.table(sites, columns = COLUMNS)
+  # One <td>: data-v holds the value the script sorts by, the text what
+  # a person reads, the title what the text leaves out.
+  def self.td(key, v)
+    if v.nil? then "<td data-v=\"\"></td>"
+    elsif BYTES.include?(key)
+      "<td data-v=\"#{v}\" title=\"#{grouped(v)} bytes\">#{h(MwrapReport.human(v))}</td>"
+    elsif COUNTS.include?(key) then "<td data-v=\"#{v}\">#{grouped(v)}</td>"
+    elsif key == "share" then "<td data-v=\"#{v}\">#{format('%.1f', v)}%</td>"
+    elsif key == "location"
+      # <wbr>: a long path may wrap after any of its slashes
+      "<td class=\"loc\" data-v=\"#{h(v)}\" title=\"#{h(v)}\">#{h(v).gsub('/', '/<wbr>')}</td>"
+    else "<td data-v=\"#{h(v)}\">#{h(v)}</td>"
+    end
+  end
+
+  # live_total: all sites' live bytes, what the share column divides by.
+  def self.table(sites, columns = COLUMNS, live_total: sites.sum { |s| s[:live] || 0 })
     html = +"<table id=\"sites\"><thead><tr>"
     columns.each { |id, label| html << "<th data-col=\"#{id}\"><a href=\"#sort=#{id}\">#{label}</a></th>" }
     html << "</tr></thead><tbody>"
     sites.each do |s|
       html << "<tr>"
-      columns.each do |id, key|
-        v = cell(s, key)
-        cls = id == "location" ? " class=\"loc\"" : ""
-        html << "<td#{cls} data-v=\"#{h(v)}\">#{h(v.is_a?(Integer) ? v.to_s : v)}</td>"
-      end
+      columns.each { |_, key| html << td(key, cell(s, key, live_total)) }
       html << "</tr>"
     end
     html << "</tbody></table>"
   end
 
   SCRIPT = <<~JS
-    // Sorts the sites table by a column: numbers descending, text ascending.
+    // Sorts the sites table by a column: numbers descending, text ascending;
+    // the column's header is marked (class "sorted", aria-sort).
     function sortBy(col) {
       var table = document.getElementById("sites");
-      var idx = Array.prototype.findIndex.call(table.tHead.rows[0].cells,
-        function (c) { return c.dataset.col === col; });
+      var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+      var idx = heads.findIndex(function (c) { return c.dataset.col === col; });
       if (idx < 0) return;
+      heads.forEach(function (c, i) {
+        c.classList.toggle("sorted", i === idx);
+        if (i === idx) c.setAttribute("aria-sort", col === "location" ? "ascending" : "descending");
+        else c.removeAttribute("aria-sort");
+      });
       var rows = Array.prototype.slice.call(table.tBodies[0].rows);
       rows.sort(function (a, b) {
         var x = a.cells[idx].dataset.v, y = b.cells[idx].dataset.v;
@@ -128,17 +165,21 @@ module MwrapHtml
       <style>
       body{font-family:sans-serif;margin:1.5em;color:#222}
       table{border-collapse:collapse;margin-top:1em}
-      td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}
-      td.loc{text-align:left;font-family:monospace}
+      td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right;white-space:nowrap}
+      td.loc{text-align:left;font-family:monospace;white-space:normal;max-width:48em;overflow-wrap:anywhere}
       th a{text-decoration:none;color:#1a4f8b}
-      .head{font-family:monospace;white-space:pre}
+      th[data-col=location]{text-align:left}
+      th.sorted{background:#e8eef7}
+      th.sorted a::after{content:" \\25BC"}
+      th.sorted[aria-sort=ascending] a::after{content:" \\25B2"}
+      .head{font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere}
       </style></head><body>
       <h1>mwrap report</h1>
       <div class="head">#{head.map { |l| h(l) }.join("\n")}</div>
       <h2>Live bytes by file and line</h2>
       #{chart(sites)}
       <h2>Sites</h2>
-      #{table(sites, columns(dump))}
+      #{table(sites, columns(dump), live_total: dump.sites.sum { |s| s[:live] || 0 })}
       <script>#{SCRIPT}</script>
       </body></html>
     HTML

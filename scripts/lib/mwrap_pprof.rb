@@ -5,9 +5,17 @@
 #
 # Sample types: alloc_objects/count, alloc_space/bytes, inuse_objects/
 # count, inuse_space/bytes.  A Ruby site "path:line" becomes a function
-# named after its file with a line; a native site
-# "binary(symbol+0xOFF)[0xADDR]" a location at ADDR in binary's mapping,
-# in a function named after the symbol (or binary+offset).
+# named "path:line" (the dump carries no method names) whose Function
+# and Line records hold path and line: pprof ranks functions, so each
+# line is its own row in `pprof -top`.  A native site
+# "binary(symbol+0xOFF)[0xADDR]" is a location at ADDR in binary's
+# mapping, in the function the dump's dladdr named.  dladdr sees only
+# exported symbols: other sites come as "binary(+0xOFF)[0xADDR]", named
+# "binary+0xOFF", and their mapping spans the load base (ADDR - OFF) to
+# past the highest site, without has_functions: what pprof's binutils
+# symbolizer needs to try the binary's own symbols (`go tool pprof` reads
+# only Go symbol tables and keeps our names).  The dump records no build
+# IDs, so the mappings have none.
 require "stringio"
 require "zlib"
 
@@ -42,6 +50,9 @@ module MwrapPprof
 
   NATIVE = /\A(.*)\((.*)\+0x(\h+)\)\[0x(\h+)\]\z/.freeze
   RUBY = /\A(.*):(\d+)\z/.freeze
+  # Ruby sites' mapping: without one pprof says "Main binary filename not
+  # available"; the brackets tell it there is nothing to symbolize.
+  RUBY_MAPPING = "[ruby]"
 
   class Builder
     def initialize
@@ -56,13 +67,19 @@ module MwrapPprof
       @strings[s] ||= @strings.size
     end
 
-    def function(name, file)
-      @functions[[name, file]] ||= @functions.size + 1
+    def function(name, file, line = 0)
+      @functions[[name, file, line]] ||= @functions.size + 1
     end
 
-    def mapping(file, base)
-      @mappings[file] ||= { id: @mappings.size + 1, base: base }
-      @mappings[file][:id]
+    # base: the load base, or nil where the dump gave only symbol
+    # offsets.  limit: past the highest site's page, as pprof symbolizes
+    # only addresses inside [start, limit).
+    def mapping(file, base, addr)
+      m = @mappings[file] ||= { id: @mappings.size + 1, base: nil, limit: 0, symbolized: true }
+      m[:base] ||= base
+      m[:limit] = [m[:limit], (addr | 0xfff) + 1].max
+      m[:symbolized] &&= base.nil?
+      m[:id]
     end
 
     # One location per site; returns its id.
@@ -70,13 +87,13 @@ module MwrapPprof
       id = @locations.size + 1
       if (m = NATIVE.match(site_name))
         file, sym, off, addr = m[1], m[2], m[3].to_i(16), m[4].to_i(16)
-        base = sym.empty? ? addr - off : 0
-        fn = function(sym.empty? ? "#{File.basename(file)}+0x#{m[3]}" : sym, file)
-        @locations << [id, mapping(file, base), addr, fn, 0]
+        fn = function(sym.empty? ? "#{File.basename(file)}+0x#{m[3]}" : sym, "")
+        @locations << [id, mapping(file, sym.empty? ? addr - off : nil, addr), addr, fn, 0]
       elsif (m = RUBY.match(site_name))
-        @locations << [id, 0, 0, function(m[1], m[1]), m[2].to_i]
+        line = m[2].to_i
+        @locations << [id, mapping(RUBY_MAPPING, nil, 0), 0, function(site_name, m[1], line), line]
       else
-        @locations << [id, 0, 0, function(site_name, ""), 0]
+        @locations << [id, mapping(RUBY_MAPPING, nil, 0), 0, function(site_name, ""), 0]
       end
       id
     end
@@ -89,16 +106,17 @@ module MwrapPprof
       types = [%w[alloc_objects count], %w[alloc_space bytes], %w[inuse_objects count],
                %w[inuse_space bytes]].map { |t, u| Wire.bytes(1, Wire.int(1, str(t)) + Wire.int(2, str(u))) }
       mappings = @mappings.map do |file, m|
-        Wire.bytes(3, Wire.int(1, m[:id]) + Wire.int(2, m[:base]) + Wire.int(5, str(file)) +
-                      Wire.int(7, 1))
+        start, limit = m[:base] ? [m[:base], m[:limit]] : [0, 0]
+        Wire.bytes(3, Wire.int(1, m[:id]) + Wire.int(2, start) + Wire.int(3, limit) +
+                      Wire.int(5, str(file)) + Wire.int(7, m[:symbolized] ? 1 : 0))
       end
       locations = @locations.map do |id, mapping_id, addr, fn, line|
         Wire.bytes(4, Wire.int(1, id) + Wire.int(2, mapping_id) + Wire.int(3, addr) +
                       Wire.bytes(4, Wire.int(1, fn) + Wire.int(2, line)))
       end
-      functions = @functions.map do |(name, file), id|
+      functions = @functions.map do |(name, file, line), id|
         Wire.bytes(5, Wire.int(1, id) + Wire.int(2, str(name)) + Wire.int(3, str(name)) +
-                      Wire.int(4, str(file)))
+                      Wire.int(4, str(file)) + Wire.int(5, line))
       end
       comments = []
       if header["sample_bytes"].to_i.positive?

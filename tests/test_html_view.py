@@ -1,0 +1,93 @@
+"""The HTML report as a person reads it, in headless Chromium (Debian's):
+sizes in KiB/MiB with exact bytes on hover, a share column, the sorted
+column marked, a long gem path wrapped (full on hover) so the page fits
+1400 px.  Asserts on the DOM after the page's script ran; a screenshot
+is saved beside it in the test's tmp dir."""
+import json
+import os
+import re
+
+import pytest
+
+from conftest import CHROMIUM, ROOT, chromium, run
+
+REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+
+GEM = ("/home/deploy/.local/share/gem/ruby/3.1.0/gems/activesupport-7.1.3.2/lib/"
+       "active_support/core_ext/object/json_encoding_with_a_long_name/"
+       "extensions/to_json_for_every_object_in_the_app.rb")
+# Inserted into a copy of the page: what the layout came to, as
+# attributes --dump-dom shows.
+MEASURE = """<script>
+document.body.dataset.pageWidth = document.documentElement.scrollWidth;
+document.body.dataset.tableRight = Math.ceil(
+  document.getElementById("sites").getBoundingClientRect().right);
+</script></body>"""
+
+
+def site(location, live, total, allocations, live_count):
+    return {"type": "site", "location": location, "total_bytes": total,
+            "allocations": allocations, "frees": allocations - live_count,
+            "freed_bytes": total - live, "live_bytes": live,
+            "live_count": live_count, "age_total": 0, "max_lifespan": 0}
+
+
+SITES = [site(f"{GEM}:42", 6291456, 6291456, 1536, 1536),      # 6 MiB, 75%
+         site(f"{GEM}:97", 1572864, 10485760, 40960, 6144),    # 1.5 MiB of 10 MiB
+         site("app/models/user.rb:12", 524288, 524288, 512, 512)]
+
+
+def rows(dom):
+    """[[cell text...]] of the sites table, tags stripped."""
+    body = dom.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    return [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+            for tr in re.findall(r"<tr>(.*?)</tr>", body)]
+
+
+def sorted_heads(dom):
+    """(column, aria-sort) of each header marked sorted."""
+    return [(m.group(1), re.search(r'aria-sort="(\w+)"', m.group(0)).group(1))
+            for m in re.finditer(r'<th data-col="(\w+)"[^>]*class="sorted"[^>]*>', dom)]
+
+
+def test_report_reads_in_1400_px(tmp):
+    dump = tmp / "gem.json"
+    header = {"type": "header", "version": "0.1", "pid": 4242, "seconds": 30, "sample_bytes": 0}
+    dump.write_text("".join(json.dumps(r) + "\n" for r in [header] + SITES))
+    page = tmp / "report.html"
+    p = run([REPORT, "--format", "html", "-o", str(page), str(dump)])
+    assert p.returncode == 0, p.stderr
+    html = page.read_text()
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    assert "<script src" not in html and "<link" not in html
+
+    measured = tmp / "measured.html"
+    measured.write_text(html.replace("</body>", MEASURE))
+    p = chromium(["--window-size=1400,900", "--dump-dom", f"file://{measured}"], tmp)
+    assert p.returncode == 0, p.stderr
+    dom = p.stdout
+    assert sorted_heads(dom) == [("live", "descending")]
+    # live, share, live_count, total, allocations, frees, mean_life, location
+    assert [r[:6] for r in rows(dom)] == [
+        ["6.0 MiB", "75.0%", "1,536", "6.0 MiB", "1,536", "0"],
+        ["1.5 MiB", "18.8%", "6,144", "10.0 MiB", "40,960", "34,816"],
+        ["512.0 KiB", "6.3%", "512", "512.0 KiB", "512", "0"]]
+    assert [r[7] for r in rows(dom)] == [f"{GEM}:42", f"{GEM}:97", "app/models/user.rb:12"]
+    assert 'title="10,485,760 bytes">10.0 MiB</td>' in dom
+    assert f'title="{GEM}:97"' in dom
+    # nothing wider than the window: the long path wrapped
+    width = int(re.search(r'data-page-width="(\d+)"', dom).group(1))
+    right = int(re.search(r'data-table-right="(\d+)"', dom).group(1))
+    assert width <= 1400 and right <= 1400, (width, right)
+
+    p = chromium(["--window-size=1400,900", "--dump-dom", f"file://{measured}#sort=location"], tmp)
+    assert sorted_heads(p.stdout) == [("location", "ascending")]
+    assert [r[7] for r in rows(p.stdout)][0] == f"{GEM}:42"
+    p = chromium(["--window-size=1400,900", "--dump-dom", f"file://{measured}#sort=total"], tmp)
+    assert sorted_heads(p.stdout) == [("total", "descending")]
+    assert [r[7] for r in rows(p.stdout)][0] == f"{GEM}:97"
+
+    shot = tmp / "report.png"
+    p = chromium([f"--screenshot={shot}", "--window-size=1400,900", f"file://{page}"], tmp)
+    assert p.returncode == 0 and shot.stat().st_size > 5000
