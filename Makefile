@@ -15,7 +15,8 @@ LIB_LAYERS = base core hook report control
 LIB_SRCS = $(foreach d,$(LIB_LAYERS),$(wildcard preload/$(d)/*.c))
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
 LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
-	-fno-builtin -D_LGPL_SOURCE -MMD -Ipreload
+	-fno-builtin -D_LGPL_SOURCE -MMD -Ipreload \
+	-DMW_VERSION='"$(shell cat VERSION)"'
 # liburcu is linked dynamically (Debian's static archive uses local-exec
 # TLS, which a shared object cannot hold) with RPATH=$ORIGIN: copied next
 # to libmwrap.so, liburcu travels with it into a target (a container)
@@ -93,7 +94,7 @@ product: $(PRODUCT)
 # The Ruby extension, built with mkmf against Debian's ruby-dev and put
 # next to lib/mwrap.rb, so `ruby -I ruby-ext/lib -rmwrap` finds both.
 ruby-ext/lib/mwrap_ext.so: ruby-ext/ext/mwrap_ext/mwrap_ext.c \
-		ruby-ext/ext/mwrap_ext/extconf.rb preload/mwrap.h
+		ruby-ext/ext/mwrap_ext/extconf.rb preload/mwrap.h VERSION
 	@mkdir -p build/ruby-ext
 	cd build/ruby-ext && ruby $(CURDIR)/ruby-ext/ext/mwrap_ext/extconf.rb >/dev/null && \
 		$(MAKE) --no-print-directory V=0 >/dev/null
@@ -102,6 +103,9 @@ ruby-ext/lib/mwrap_ext.so: ruby-ext/ext/mwrap_ext/mwrap_ext.c \
 build/bench/libcount.so: bench/count/count.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+# the version is written once, in VERSION
+build/preload/report/dump.o: VERSION
 
 build/preload/%.o: preload/%.c
 	@mkdir -p $(@D)
@@ -126,11 +130,11 @@ build/targets/%: tests/targets/%.c
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread -ldl
 
 # a target under a seccomp filter of the test's choosing
-build/targets/sctarget: tests/container/sctarget.c
+build/targets/sctarget: tests/container/sctarget.c tests/container/notiflog.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread
 
-build/targets/libsclog.so: tests/container/sclog.c
+build/targets/libsclog.so: tests/container/sclog.c tests/container/notiflog.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $< -lpthread
 

@@ -52,3 +52,16 @@ def test_mwrap_version():
     p = subprocess.run([MWRAP, "--version"], capture_output=True, text=True,
                        timeout=30)
     assert p.returncode == 0 and p.stdout == f"mwrap {version()}\n"
+
+
+def test_mwrap_attach_version():
+    p = subprocess.run([ATTACH, "--version"], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0 and p.stdout == f"mwrap-attach {version()}\n"
+
+
+def test_a_bare_pid_gets_the_fix():
+    p = subprocess.run([ATTACH, "31491"], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 2
+    assert "mwrap-attach -p 31491" in p.stderr, p.stderr

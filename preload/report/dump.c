@@ -19,7 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define VERSION "0.1"
 
 uint64_t mw_rss_bytes(void)
 {
@@ -64,7 +63,7 @@ static void header_text(struct mw_out *o)
 
 	mw_stats_collect(&st);
 
-	mw_out_str(o, "# mwrap-attach " VERSION " pid=");
+	mw_out_str(o, "# mwrap-attach " MW_VERSION " pid=");
 	mw_out_u64(o, (uint64_t)getpid(), 0);
 	mw_out_str(o, " age_unit=");
 	mw_out_str(o, age_unit_name());
@@ -111,7 +110,7 @@ static void header_json(struct mw_out *o)
 	struct mw_stats st;
 
 	mw_stats_collect(&st);
-	mw_out_str(o, "{\"type\":\"header\",\"version\":\"" VERSION "\",");
+	mw_out_str(o, "{\"type\":\"header\",\"version\":\"" MW_VERSION "\",");
 	mw_dump_memory_fields(o, st.live_bytes);
 	mw_out_json_u64(o, "seconds", st.seconds);
 	mw_out_str(o, ",\"age_unit\":\"");

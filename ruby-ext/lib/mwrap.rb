@@ -4,8 +4,4 @@
 # libmwrap.so loaded in this process (by `mwrap ruby ...` or by
 # `mwrap-attach -p PID --keep`).  Without libmwrap.so, `require "mwrap"`
 # still works and every method raises Mwrap::NotLoaded.
-require "mwrap_ext"
-
-module Mwrap
-  VERSION = "0.1"
-end
+require "mwrap_ext" # defines Mwrap::VERSION too, from the VERSION file

@@ -11,6 +11,8 @@
  * others, and forgets them.
  */
 #define _GNU_SOURCE
+#include "notiflog.h"
+
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -23,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_NR 512
+#define MAX_NR NOTIFLOG_MAX_NR
 
 static unsigned long seen[2][MAX_NR / 64];	/* [0] main, [1] others */
 static int listener = -1;
@@ -31,30 +33,9 @@ static pid_t main_tid;
 
 static void *logger(void *arg)
 {
-	struct seccomp_notif req;
-	struct seccomp_notif_resp resp;
-	struct timespec ts = { 0, 1000000 };
-
 	(void)arg;
-	while (__atomic_load_n(&listener, __ATOMIC_ACQUIRE) < 0)
-		nanosleep(&ts, NULL);
-	for (;;) {
-		memset(&req, 0, sizeof(req));
-		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req)) {
-			if (errno == EINTR || errno == ENOENT)
-				continue;
-			return NULL;
-		}
-		if (req.data.nr >= 0 && req.data.nr < MAX_NR)
-			__atomic_fetch_or(&seen[(pid_t)req.pid != main_tid]
-					       [req.data.nr / 64],
-					  1UL << (req.data.nr % 64),
-					  __ATOMIC_RELAXED);
-		memset(&resp, 0, sizeof(resp));
-		resp.id = req.id;
-		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-	}
+	notiflog_serve(&listener, main_tid, seen[0], seen[1]);
+	return NULL;
 }
 
 int sclog_start(void);

@@ -20,6 +20,8 @@
  * (a checker under the same filter as its target).
  */
 #define _GNU_SOURCE
+#include "notiflog.h"
+
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -35,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_NR 512
+#define MAX_NR NOTIFLOG_MAX_NR
 
 static unsigned long seen[MAX_NR / 64];
 static int listener = -1;
@@ -52,29 +54,9 @@ __attribute__((noinline)) void *leak_here(size_t n)
 /* Not filtered (started before the filter): its own syscalls are free. */
 static void *logger(void *arg)
 {
-	struct seccomp_notif req;
-	struct seccomp_notif_resp resp;
-	struct timespec ts = { 0, 1000000 };
-
 	(void)arg;
-	while (__atomic_load_n(&listener, __ATOMIC_ACQUIRE) < 0)
-		nanosleep(&ts, NULL);
-	for (;;) {
-		memset(&req, 0, sizeof(req));
-		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req)) {
-			if (errno == EINTR || errno == ENOENT)
-				continue;
-			return NULL;
-		}
-		if (req.data.nr >= 0 && req.data.nr < MAX_NR)
-			__atomic_fetch_or(&seen[req.data.nr / 64],
-					  1UL << (req.data.nr % 64),
-					  __ATOMIC_RELAXED);
-		memset(&resp, 0, sizeof(resp));
-		resp.id = req.id;
-		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-	}
+	notiflog_serve(&listener, 0, seen, seen);	/* no thread 0 */
+	return NULL;
 }
 
 static int install(struct sock_filter *f, unsigned short n, unsigned flags)

@@ -353,6 +353,7 @@ static VALUE hpb_stat(int argc, VALUE *argv, VALUE mod)
 void Init_mwrap_ext(void)
 {
 	mMwrap = rb_define_module("Mwrap");
+	rb_define_const(mMwrap, "VERSION", rb_str_freeze(rb_str_new_cstr(MW_VERSION)));
 	eNotLoaded = rb_define_class_under(mMwrap, "NotLoaded",
 					   rb_eStandardError);
 	cSourceLocation = rb_define_class_under(mMwrap, "SourceLocation",
