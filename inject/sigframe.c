@@ -1,6 +1,7 @@
 /* sigframe.c - see sigframe.h */
 #include "sigframe.h"
 
+#include <cpuid.h>
 #include <signal.h>
 #include <string.h>
 
@@ -26,6 +27,43 @@ _Static_assert(offsetof(struct mwi_fpx_sw_bytes, xstate_size) == 16 &&
 /* uc_flags: UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS */
 #define UC_FLAGS 0x7
 
+/* Where xsave component @i ends in the standard (uncompacted) format of
+ * this CPU, or 0 when the CPU has no such component. */
+static size_t component_end(unsigned i)
+{
+	unsigned size, offset, ecx, edx;
+
+	if (!__get_cpuid_count(0xd, i, &size, &offset, &ecx, &edx) || !size)
+		return 0;
+	return (size_t)offset + size;
+}
+
+size_t mwi_xstate_frame_len(const unsigned char *xs, size_t len,
+			    uint64_t *xfeatures)
+{
+	uint64_t bv, keep = 3;	/* x87 and SSE live in the legacy area */
+	size_t need = MWI_XSAVE_MIN, end;
+	unsigned i;
+
+	memcpy(&bv, xs + MWI_XSTATE_BV_OFFSET, sizeof(bv));
+	for (i = 2; i < 64; i++) {
+		if (!(bv >> i & 1))
+			continue;
+		end = component_end(i);
+		if (end > need)
+			need = end;
+	}
+	if (need > len)
+		need = len;
+	for (i = 2; i < 64; i++) {
+		end = component_end(i);
+		if (end && end <= need)
+			keep |= (uint64_t)1 << i;
+	}
+	*xfeatures &= keep;
+	return need;
+}
+
 size_t mwi_sigframe_fpstate(unsigned char *xs, size_t len)
 {
 	struct mwi_fpx_sw_bytes sw;
@@ -33,9 +71,10 @@ size_t mwi_sigframe_fpstate(unsigned char *xs, size_t len)
 
 	memset(&sw, 0, sizeof(sw));
 	sw.magic1 = FP_XSTATE_MAGIC1;
-	sw.extended_size = (uint32_t)(len + MWI_XSTATE_TRAILER);
 	/* ptrace's copy holds XCR0 in the place of xfeatures */
 	memcpy(&sw.xfeatures, xs + MWI_FPX_SW_OFFSET, sizeof(sw.xfeatures));
+	len = mwi_xstate_frame_len(xs, len, &sw.xfeatures);
+	sw.extended_size = (uint32_t)(len + MWI_XSTATE_TRAILER);
 	sw.xstate_size = (uint32_t)len;
 	memcpy(xs + MWI_FPX_SW_OFFSET, &sw, sizeof(sw));
 	memcpy(xs + len, &magic2, MWI_XSTATE_TRAILER);

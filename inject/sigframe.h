@@ -56,11 +56,28 @@ struct mwi_fpx_sw_bytes {
 /* FP_XSTATE_MAGIC2, after the area */
 #define MWI_XSTATE_TRAILER 4
 
+/* The xsave header's XSTATE_BV: the components not in their init state */
+#define MWI_XSTATE_BV_OFFSET 512
+
+/* How much of @xs (@len bytes of PTRACE_GETREGSET NT_X86_XSTATE) a
+ * signal frame holds: up to the end of the last component in use, as
+ * CPUID leaf 0xd places them.  ptrace gives the size of every feature
+ * the CPU has (AMX's 8 KiB of tiles included), but rt_sigreturn takes
+ * an area no larger than the thread's own frame, which leaves out tiles
+ * it has no permission for; a larger one is restored as the legacy
+ * area alone, zeroing the AVX registers under the interrupted code.
+ * Clears from *@xfeatures the components that do not fit (in their
+ * init state: the thread has not used them).
+ * Context: any (x86-64 only: CPUID). */
+size_t mwi_xstate_frame_len(const unsigned char *xs, size_t len,
+			    uint64_t *xfeatures);
+
 /* Makes @xs, @len bytes of PTRACE_GETREGSET NT_X86_XSTATE, the fpstate
  * of a signal frame: ptrace keeps XCR0 where the frame keeps its
- * software bytes, and the frame's area ends with FP_XSTATE_MAGIC2 (@xs
- * needs MWI_XSTATE_TRAILER bytes of room after @len).  Returns the bytes
- * to write: @len + MWI_XSTATE_TRAILER.
+ * software bytes, the area is cut to mwi_xstate_frame_len, and it ends
+ * with FP_XSTATE_MAGIC2 (@xs needs MWI_XSTATE_TRAILER bytes of room
+ * after @len).  Returns the bytes to write: the cut length +
+ * MWI_XSTATE_TRAILER.
  * Context: any; @len >= MWI_XSAVE_MIN. */
 size_t mwi_sigframe_fpstate(unsigned char *xs, size_t len);
 
