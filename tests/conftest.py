@@ -1,4 +1,5 @@
 """Shared helpers: paths, bounded process runs, dump parsing."""
+import functools
 import json
 import os
 import re
@@ -285,6 +286,28 @@ def ptrace_allowed():
     except OSError:
         scope = 0
     return None if scope == 0 else f"ptrace_scope={scope} and not root"
+
+
+@functools.lru_cache(maxsize=None)
+def gdb_unusable():
+    """Why the gdb backend cannot attach here, or None: no gdb, or a gdb
+    that cannot restore the processes it calls into (Debian 12's gdb
+    13.1 on a CPU with AMX), as mwrap-attach --check-gdb finds.  Tests
+    that drive gdb skip with this reason; test_gdb_probe checks the
+    refusal itself."""
+    if shutil.which("gdb") is None:
+        return "gdb not installed"
+    p = run([ATTACH, "--check-gdb"], timeout=120)
+    if p.returncode == 0:
+        return None
+    return "the gdb here fails mwrap-attach --check-gdb: " + \
+        p.stderr.strip().splitlines()[0]
+
+
+def skip_unless_gdb_works():
+    reason = gdb_unusable()
+    if reason:
+        pytest.skip(reason)
 
 
 def attach(args, timeout=60):

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import (INJECT, LEAK_RB, LIB, ROOT, TARGETS, attach, parse_dump,
                       parse_json_dump, private_tmp, ptrace_allowed, run,
-                      runtime_dir, start_leak)
+                      runtime_dir, skip_unless_gdb_works, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -244,6 +244,7 @@ def test_forked_child_detaches_itself(spawn):
 
 
 def test_gdb_backend(spawn):
+    skip_unless_gdb_works()
     t, line, _ = start_leak(spawn)
     p = attach(["-p", str(t.pid), "--keep", "--backend=gdb"], timeout=120)
     assert p.returncode == 0, p.stderr

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from conftest import (ATTACH, ROOT, attach, helper_answered, is_attached,
-                      private_tmp, ptrace_allowed, run, runtime_dir, start_leak)
+                      private_tmp, ptrace_allowed, run, runtime_dir,
+                      skip_unless_gdb_works, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -183,8 +184,8 @@ def test_reattach_any_number_of_times(spawn, tmp, mode, backend):
     """17.6: attach, window, detach, five times, with the library shared
     or copied into the target's filesystem: each works, and the one
     library loaded at first is the one reused."""
-    if backend == "gdb" and run(["sh", "-c", "command -v gdb"]).returncode:
-        pytest.skip("gdb not installed")
+    if backend == "gdb":
+        skip_unless_gdb_works()
     mounts = [f"mount -t tmpfs none {ROOT}/preload"] if mode == "copied" else []
     t, line = unshared_target(spawn, tmp, mounts)
     first = None

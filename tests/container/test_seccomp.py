@@ -5,14 +5,13 @@ denied call fails cleanly or costs a feature, and the filter is judged
 both ways: read from the kernel (root, no filter of ours) and probed in
 a child under the same filter (as inside a container)."""
 import os
-import shutil
 import signal
 import time
 
 import pytest
 
 from conftest import INJECT, LIB, TARGETS, attach, is_attached, \
-    parse_json_dump, ptrace_allowed, run, runtime_dir
+    parse_json_dump, ptrace_allowed, run, runtime_dir, skip_unless_gdb_works
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -87,8 +86,8 @@ def test_attach_makes_only_listed_syscalls(spawn, tmp, backend):
     """Every syscall of every thread but the logger goes through a
     SECCOMP_RET_USER_NOTIF logger: what the target makes while attached,
     beyond what it makes alone, must be in inject/syscalls.c's list."""
-    if backend == "gdb" and not shutil.which("gdb"):
-        pytest.skip("gdb missing")
+    if backend == "gdb":
+        skip_unless_gdb_works()
     names = listed()
     t = start(spawn, "log")
     t.send("leak 10 100")

@@ -21,7 +21,8 @@ import time
 
 import pytest
 
-from conftest import INJECT, LIB, TARGETS, attach, ptrace_allowed
+from conftest import (INJECT, LIB, TARGETS, attach, ptrace_allowed,
+                      skip_unless_gdb_works)
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -129,6 +130,8 @@ def test_busy_in_memcpy_attaches(spawn, kind, backend, n):
     """memcpy holds no lock: a thread inside it is at a safe point.  The
     injector's own 10 s deadline is the bound (expected: well under a
     second natively, about one gdb session with gdb)."""
+    if backend == "gdb":
+        skip_unless_gdb_works()
     t, want = start_target(spawn, kind)
     p = subprocess.run([INJECT, "-p", str(t.pid), "--timeout", "10",
                         f"--backend={backend}", LIB, "mw_attach", ""],
@@ -164,6 +167,7 @@ def test_gdb_timeout_never_signals_the_target(spawn, timeout, kind, n):
     in c-realloc every thread is inside libc nearly always, in the call):
     the target gets no signal (it counts SIGINT), is left untraced and
     keeps its output; mwrap-inject exits 0 or with its timeout code."""
+    skip_unless_gdb_works()
     t, want = start_target(spawn, kind)
     p = subprocess.run([INJECT, "-p", str(t.pid), "--backend=gdb",
                         "--timeout", str(timeout), LIB, "mw_attach", ""],

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import (INJECT, LIB, ROOT, TARGETS, attach, is_attached,
-                      ptrace_allowed, runtime_dir)
+                      ptrace_allowed, runtime_dir, skip_unless_gdb_works)
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -218,6 +218,7 @@ def test_detach_and_reattach_ten_times(spawn, n):
 @pytest.mark.parametrize("mode", ["read", "sleep"])
 @pytest.mark.parametrize("n", RUNS)
 def test_gdb_backend(spawn, mode, n):
+    skip_unless_gdb_works()
     # 6 s: a gdb cycle on a loaded machine took over 3 s, and a target
     # that slept 2 s was gone before its detach
     t = start(spawn, BLOCKER, mode, *(["6"] if mode == "sleep" else []))

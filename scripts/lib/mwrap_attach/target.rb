@@ -62,13 +62,18 @@ module MwrapAttach
       gid = st["Gid"].split.first.to_i
       check_permission(pid, uid)
       Seccomp.check(pid, st, o)
-      if backend == "gdb" && !system("command -v gdb >/dev/null 2>&1")
-        fail!(EXIT[:no_gdb], "gdb is not installed (needed by --backend=gdb)",
-              "install it (apt-get install gdb) or use --backend=ptrace")
-      end
+      gdb_installed! if backend == "gdb"
       nspid = st["NSpid"].to_s.split.last || pid.to_s
       Target.new(pid: pid, nspid: nspid.to_i, uid: uid, gid: gid,
                  root: "/proc/#{pid}/root")
+    end
+
+    # Fails unless gdb is on PATH (the gdb backend's first need).
+    def self.gdb_installed!
+      return if system("command -v gdb >/dev/null 2>&1")
+
+      fail!(EXIT[:no_gdb], "gdb is not installed (needed by --backend=gdb)",
+            "install it (apt-get install gdb) or use --backend=ptrace")
     end
 
     def self.status_fields(pid)
