@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 #
 # A dump as one self-contained HTML page (no network): the header
-# figures, a chart of live bytes by file and line (inline SVG: one bar
+# figures, the window's growth (inline SVG: tracked live bytes and the
+# top sites' over time), a chart of live bytes by file and line (one bar
 # per file, split into its lines), and a table sortable by any column
 # (a few lines of JavaScript; #sort=COLUMN in the URL sorts on load).
 # Sizes read as KiB/MiB with the exact bytes on hover; each site's share
@@ -68,6 +69,46 @@ module MwrapHtml
                "#{h(":#{line}")}</text>" if line && w > 40
         x += w
       end
+    end
+    svg << "</svg>"
+  end
+
+  # sites drawn in the growth chart beside the total
+  GROWTH_SITES = 5
+
+  # The window's series as lines over time: all tracked live bytes (black)
+  # and the GROWTH_SITES sites with most live bytes at the end, each
+  # labelled with its trend.  "" without a series.
+  def self.growth_chart(series, sites)
+    return "" if series.nil? || series.t.size < 2
+
+    w = 900
+    ht = 260
+    pad = 60
+    t_max = [series.t.last.to_f, 1e-9].max
+    y_max = [series.live.compact.max.to_i, 1].max
+    x = ->(t) { (pad + (w - pad) * t / t_max).round(1) }
+    y = ->(v) { (10 + ht - ht * v.to_f / y_max).round(1) }
+    lines = [["all tracked live bytes", series.live, "#222", series.total_trend]]
+    sites.select { |s| series.sites[s[:location]] }.first(GROWTH_SITES).each_with_index do |s, i|
+      lines << [s[:location], series.sites[s[:location]], COLORS[i], series.trend_of(s[:location])]
+    end
+    svg = +"<svg id=\"growth\" xmlns=\"http://www.w3.org/2000/svg\" width=\"#{w + 20}\" " \
+           "height=\"#{ht + 40 + lines.size * 18}\" role=\"img\" aria-label=\"live bytes over the window\">"
+    svg << "<line x1=\"#{pad}\" y1=\"#{ht + 10}\" x2=\"#{w}\" y2=\"#{ht + 10}\" stroke=\"#999\"/>"
+    svg << "<line x1=\"#{pad}\" y1=\"10\" x2=\"#{pad}\" y2=\"#{ht + 10}\" stroke=\"#999\"/>"
+    svg << "<text x=\"0\" y=\"20\" font-size=\"11\">#{h(MwrapReport.human(y_max))}</text>"
+    svg << "<text x=\"0\" y=\"#{ht + 10}\" font-size=\"11\">0</text>"
+    svg << "<text x=\"#{w - 40}\" y=\"#{ht + 25}\" font-size=\"11\">#{format('%.0f s', t_max)}</text>"
+    lines.each_with_index do |(label, ys, color, tr), i|
+      pts = series.t.zip(ys).reject { |_, v| v.nil? }.map { |t, v| "#{x.call(t)},#{y.call(v)}" }
+      trend = MwrapGrowth.words(tr, MwrapReport.method(:human))
+      svg << "<polyline class=\"series\" fill=\"none\" stroke=\"#{color}\" stroke-width=\"2\" " \
+             "points=\"#{pts.join(' ')}\"><title>#{h(label)}: #{h(trend)}</title></polyline>"
+      ly = ht + 45 + i * 18
+      svg << "<rect x=\"#{pad}\" y=\"#{ly - 10}\" width=\"12\" height=\"12\" fill=\"#{color}\"/>"
+      svg << "<text x=\"#{pad + 18}\" y=\"#{ly}\" font-size=\"12\"><title>#{h(label)}</title>" \
+             "#{h(shorten(label))} — #{h(trend)}</text>"
     end
     svg << "</svg>"
   end
@@ -155,7 +196,10 @@ module MwrapHtml
   JS
 
   def self.page(dump, sites, window: nil)
-    head = MwrapReport.header_lines(dump.header, window: window)
+    series = dump.series unless dump.series&.empty?
+    head = MwrapReport.header_lines(dump.header, window: window, series: series)
+    growth = growth_chart(series, sites)
+    growth = "<h2>Growth over the window</h2>\n#{growth}" unless growth.empty?
     # the object view and the scan summary, as in the text report
     head += MwrapReport.objects_text(dump.objects).lines.map(&:chomp) if dump.objects
     head += MwrapReport.scan_text(dump).lines.map(&:chomp) if dump.scan
@@ -176,6 +220,7 @@ module MwrapHtml
       </style></head><body>
       <h1>mwrap report</h1>
       <div class="head">#{head.map { |l| h(l) }.join("\n")}</div>
+      #{growth}
       <h2>Live bytes by file and line</h2>
       #{chart(sites)}
       <h2>Sites</h2>

@@ -6,11 +6,13 @@
 # location", after optional "# " header lines).  The three-column format
 # has no frees, so its live figures are unknown (nil).
 require "json"
+require_relative "mwrap_growth"
 
 module MwrapReport
   # scan: the pointer scan's summary record, objects: the Ruby object
-  # view record (both nil when not taken).
-  Dump = Struct.new(:header, :sites, :scan, :objects, keyword_init: true)
+  # view record (both nil when not taken), series: the window's growth
+  # series (MwrapGrowth::Series, nil outside a window).
+  Dump = Struct.new(:header, :sites, :scan, :objects, :series, keyword_init: true)
 
   SORT_KEYS = %w[live total allocations frees lifespan].freeze
 
@@ -33,6 +35,7 @@ module MwrapReport
       when "site" then dump.sites << site_from_json(obj, name, i + 1)
       when "scan" then dump.scan = obj
       when "objects" then dump.objects = obj
+      when "series" then dump.series = MwrapGrowth::Series.from_h(obj)
       else raise ArgumentError, "#{name}:#{i + 1}: unknown type #{obj['type'].inspect}"
       end
     end
@@ -123,7 +126,7 @@ module MwrapReport
     n.nil? ? "-" : n.to_s
   end
 
-  def self.header_lines(header, window: nil)
+  def self.header_lines(header, window: nil, series: nil)
     h = header
     out = []
     first = +"pid #{h['pid'] || '?'}"
@@ -139,6 +142,7 @@ module MwrapReport
       out << line
     end
     out << net_change_line(h) if h.key?("net_change_bytes")
+    out << growth_line(series) if series && !series.empty?
     if h["sample_bytes"].to_i.positive?
       out << "figures are estimates: about one allocation in every #{human(h['sample_bytes'])} " \
              "was recorded, and scaled"
@@ -162,10 +166,23 @@ module MwrapReport
            h["unknown_frees"].to_i, human(h["unknown_freed_bytes"]))
   end
 
-  # The leak view: sites by live bytes, with their share of the total.
+  # All tracked live bytes over the window, from its series.
+  def self.growth_line(series)
+    tr = series.total_trend
+    line = +"tracked live over the window: #{human(series.live.first)} -> #{human(series.live.last)}"
+    line << " (#{series.t.size} samples)"
+    line << ", #{MwrapGrowth.words(tr, method(:human))}" if tr
+    line << " (grew, then levelled off)" if tr && tr[:state] == "levelled"
+    line
+  end
+
+  # The leak view: sites by live bytes, with their share of the total;
+  # with a window's series, each site's growth (bytes/s) and its state at
+  # the end (rising, levelled, falling, flat).
   def self.text(dump, sites, window: nil, title: nil)
     live_total = dump.sites.sum { |s| s[:live] || 0 }
-    out = +"mwrap report: #{header_lines(dump.header, window: window).join("\n")}\n"
+    series = dump.series unless dump.series&.empty?
+    out = +"mwrap report: #{header_lines(dump.header, window: window, series: series).join("\n")}\n"
     out << objects_text(dump.objects) if dump.objects
     out << scan_text(dump) if dump.scan
     out << "#{title}\n" if title
@@ -173,15 +190,17 @@ module MwrapReport
       out << "(an mwrap three-column dump: no frees recorded, so totals stand in for live bytes)\n"
     end
     unref = dump.scan ? format(" %14s", "unreferenced") : ""
-    out << format("%14s %6s %10s%s %14s %11s %11s %13s  %s\n", "live_bytes", "share", "live_count", unref,
-                  "total_bytes", "allocations", "frees", "mean_lifespan", "location")
+    growth = series ? format("  %-22s", "growth") : ""
+    out << format("%14s %6s %10s%s %14s %11s %11s %13s%s  %s\n", "live_bytes", "share", "live_count", unref,
+                  "total_bytes", "allocations", "frees", "mean_lifespan", growth, "location")
     sites.each do |s|
       share = s[:live] && live_total.positive? ? format("%5.1f%%", 100.0 * s[:live] / live_total) : "-"
       mean = mean_lifespan(s)
       mean = mean.nil? || mean.infinite? ? "-" : format("%.1f", mean)
       unref = dump.scan ? format(" %14s", num(unreferenced(s))) : ""
-      out << format("%14s %6s %10s%s %14d %11d %11s %13s  %s\n", num(s[:live]), share, num(s[:live_count]),
-                    unref, s[:total], s[:allocations], num(s[:frees]), mean, s[:location])
+      growth = series ? format("  %-22s", MwrapGrowth.words(series.trend_of(s[:location]), method(:human))) : ""
+      out << format("%14s %6s %10s%s %14d %11d %11s %13s%s  %s\n", num(s[:live]), share, num(s[:live_count]),
+                    unref, s[:total], s[:allocations], num(s[:frees]), mean, growth, s[:location])
     end
     out << format("(%d of %d sites shown; %s live in all sites)\n", sites.size, dump.sites.size,
                   human(live_total))
@@ -222,15 +241,20 @@ module MwrapReport
   end
 
   def self.json(dump, sites)
+    series = dump.series unless dump.series&.empty?
     rows = sites.map do |s|
+      tr = series&.trend_of(s[:location])
       JSON.generate({ "type" => "site", "location" => s[:location], "total_bytes" => s[:total],
                       "allocations" => s[:allocations], "frees" => s[:frees], "freed_bytes" => s[:freed],
                       "live_bytes" => s[:live], "live_count" => s[:live_count],
                       "age_total" => s[:age_total], "max_lifespan" => s[:max_lifespan],
                       "scanned_bytes" => s[:scanned], "unreferenced_bytes" => s[:unref],
-                      "unreferenced_count" => s[:unref_count] }.compact)
+                      "unreferenced_count" => s[:unref_count],
+                      "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state] }.compact)
     end
     extra = [dump.scan, dump.objects].compact.map { |r| JSON.generate(r) }
+    # the series last: readers of a header, then sites, meet it after them
+    rows << JSON.generate(series.to_h) if series
     ([JSON.generate(dump.header.merge("type" => "header"))] + extra + rows).join("\n") + "\n"
   end
 

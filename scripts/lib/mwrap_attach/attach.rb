@@ -36,11 +36,12 @@ module MwrapAttach
              "in the target's filesystem), or mwrap-attach -p #{target.pid} --dump; stop with --detach"
         return EXIT[:ok]
       end
-      dump = window = nil
+      dump = window = series = nil
       chan.leased do
-        window = Window.run(target, chan, o, interrupt)
+        window, series = Window.run(target, chan, o, interrupt)
         dump = chan.final_dump(o, "final")
       end
+      dump.series = series
       ans = chan.command("detach --discard")
       warn "mwrap-attach: detached (#{ans})"
       Output.emit(Output.render(dump, window, o[:format]), o[:output])

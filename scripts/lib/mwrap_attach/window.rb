@@ -2,11 +2,12 @@
 
 require "io/console"
 require_relative "failure"
+require_relative "../mwrap_growth"
 require_relative "../mwrap_report"
 
 module MwrapAttach
-  # The sampling window: its status display, its end (time, Ctrl-C or
-  # TERM) and the target exiting meanwhile.
+  # The sampling window: its growth series, its status display, its end
+  # (time, Ctrl-C or TERM) and the target exiting meanwhile.
   module Window
     extend Fails
 
@@ -19,18 +20,40 @@ module MwrapAttach
       [flag, old]
     end
 
+    # sites per sample in the growth series
+    SERIES_TOP = 20
+
     # Runs the window on CHAN until o[:seconds] passed or INTERRUPT was
-    # seen; returns its length in seconds.
+    # seen: [its length in seconds, its growth series (MwrapGrowth::Series,
+    # one sample a second)].
     def self.run(target, chan, o, interrupt)
       started = Time.now
+      series = MwrapGrowth::Series.new
       status = StatusPrinter.new(chan, o, started) unless o[:quiet_status]
+      last = nil
       until interrupt[:seen] || Time.now - started >= o[:seconds]
         fail!(EXIT[:target_gone], "process #{target.pid} exited during the window") unless target.alive?
-        status&.tick
+        if last.nil? || Time.now - last >= 1
+          last = Time.now
+          top = sample(chan, series, last - started)
+          status&.tick(top)
+        end
         sleep [0.25, o[:seconds] - (Time.now - started)].min.clamp(0.01, 0.25)
       end
-      status&.tick(final: true)
-      Time.now - started
+      top = sample(chan, series, Time.now - started)
+      status&.tick(top, final: true)
+      [Time.now - started, series]
+    end
+
+    # One sample of the series, T seconds in: the top sites by live bytes
+    # (a dump of SERIES_TOP sites, also what the status shows), or nil
+    # when the target did not answer (no sample then).
+    def self.sample(chan, series, t)
+      top = chan.fetch_dump("top", top: SERIES_TOP)
+      series.add(t, top.header["tracked_live_bytes"].to_i, top.sites.to_h { |s| [s[:location], s[:live].to_i] })
+      top
+    rescue Failure
+      nil
     end
   end
 
@@ -47,11 +70,12 @@ module MwrapAttach
       @last = nil
     end
 
-    def tick(final: false)
+    # Shows TOP (the latest sample: a dump of the top sites) when due.
+    def tick(top, final: false)
+      return unless top
       return unless final || @last.nil? || Time.now - @last >= @every
 
       @last = Time.now
-      top = @chan.fetch_dump("top", top: @o[:watch] ? 10 : 1)
       line = status_line(top)
       return unless line
 
@@ -86,7 +110,8 @@ module MwrapAttach
     end
 
     def watch_table(top)
-      MwrapReport.text(top, top.sites, title: "top #{top.sites.size} sites by live bytes (Ctrl-C ends):")
+      sites = top.sites.first(10)
+      MwrapReport.text(top, sites, title: "top #{sites.size} sites by live bytes (Ctrl-C ends):")
     end
 
     def terminal_width

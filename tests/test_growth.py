@@ -1,0 +1,94 @@
+"""Growth over the window (issue 19 item 2): the window samples the
+tracked live bytes and the top sites every second; the report gives each
+site's slope and whether it still rose at the end, so a leak (rising to
+the end) reads apart from a cache that filled, then levelled off."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import ATTACH, CHROMIUM, ROOT, chromium, ptrace_allowed, \
+    start_ready
+
+pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
+                                reason="ptrace not permitted")
+GROWTH_RB = os.path.join(ROOT, "tests", "targets", "growth.rb")
+WINDOW = 9
+
+
+def window_report(spawn, fmt, tmp=None):
+    """Attaches to the growth target for WINDOW s, starting its leak and
+    cache the moment the window opens: (report text, target's leak bytes,
+    its seconds, leak file:line, cache file:line)."""
+    t, f = start_ready(spawn, ["ruby", GROWTH_RB])
+    leak = f"{GROWTH_RB}:{f['leak_line']}"
+    cache = f"{GROWTH_RB}:{f['cache_line']}"
+    p = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", str(WINDOW),
+                          f"--format={fmt}"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        err = []
+        for line in p.stderr:
+            err.append(line)
+            if "attached to" in line:
+                t.send("go")
+                break
+        out, rest = p.communicate(timeout=WINDOW + 60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, "".join(err) + rest
+    rc, lines, _ = t.finish()
+    assert rc == 0
+    _, leaked, seconds = lines[-1].split()
+    return out, int(leaked), float(seconds), leak, cache
+
+
+def test_json_series_tells_a_leak_from_a_cache(spawn):
+    out, leaked, seconds, leak, cache = window_report(spawn, "json")
+    recs = [json.loads(line) for line in out.splitlines()]
+    series = next(r for r in recs if r["type"] == "series")
+    sites = {r["location"]: r for r in recs if r["type"] == "site"}
+    # one sample a second, plus the last one
+    assert WINDOW - 1 <= len(series["t"]) <= WINDOW + 3, series["t"]
+    assert len(series["live_bytes"]) == len(series["t"])
+    assert series["t"] == sorted(series["t"])
+    assert len(series["sites"][leak]) == len(series["t"])
+    # the cache whole (40 x 100,000 B: the window opened at "go"), the
+    # leak in strings of 20,000 B each (beside at most two small blocks:
+    # the array that keeps them)
+    assert sites[cache]["live_bytes"] == 4_000_000
+    assert sites[cache]["live_count"] == 40
+    n = sites[leak]["live_count"]
+    assert 20_000 * (n - 2) <= sites[leak]["live_bytes"] <= 20_000 * n
+    assert sites[leak]["growth"] == "rising"
+    assert sites[cache]["growth"] == "levelled"
+    # the leak's slope is its own rate (bytes kept / seconds run), within
+    # a factor of 2 either way: a loaded machine delays samples
+    rate = leaked / seconds
+    assert rate / 2 <= sites[leak]["growth_bytes_per_s"] <= rate * 2
+
+
+def test_text_report_shows_growth(spawn):
+    out, _, _, leak, cache = window_report(spawn, "text")
+    assert "tracked live over the window:" in out
+    rows = {line.split()[-1]: line for line in out.splitlines()
+            if line.endswith((leak, cache))}
+    assert "/s rising" in rows[leak]
+    assert "/s levelled" in rows[cache]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+def test_html_draws_the_growth_chart(spawn, tmp):
+    out, _, _, leak, _ = window_report(spawn, "html")
+    assert 'id="growth"' in out and out.count('class="series"') >= 3
+    page = tmp / "report.html"
+    page.write_text(out)
+    shot = tmp / "growth.png"
+    p = chromium([f"--screenshot={shot}", "--window-size=1400,1000",
+                  f"file://{page}"], tmp)
+    assert p.returncode == 0 and shot.stat().st_size > 10_000, p.stderr
+    dom = chromium(["--dump-dom", f"file://{page}"], tmp)
+    assert 'id="growth"' in dom.stdout and leak.split("/")[-1] in dom.stdout
