@@ -249,6 +249,9 @@ def test_target_without_liburcu(spawn, tmp, request, layout, where):
     gdb): libmwrap.so's liburcu travels with it, attached from inside
     the container and from the host, from the build tree and from
     `make install`'s layout."""
+    if where == "inside" and ROOT.startswith("/tmp/"):
+        pytest.skip("the source tree is under /tmp, which the target's own "
+                    "/tmp hides: no tool to run inside its namespace")
     tool = request.getfixturevalue("installed") if layout == "install" else ATTACH
     t, line = unshared_target(spawn, tmp, hide_liburcu())
     probe = run(["nsenter", "-t", str(t.pid), "-m", "sh", "-c",
