@@ -250,8 +250,7 @@ install: deps-build
 	install -m 0755 scripts/mwrap scripts/mwrap-attach scripts/mwrap-report \
 		$(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/bin/lib
-	install -m 0644 scripts/lib/mwrap_report.rb scripts/lib/mwrap_pprof.rb \
-		scripts/lib/mwrap_html.rb $(DESTDIR)$(PREFIX)/bin/lib/
+	install -m 0644 scripts/lib/*.rb $(DESTDIR)$(PREFIX)/bin/lib/
 	install -d $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach
 	install -m 0644 scripts/lib/mwrap_attach/*.rb $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach/
 	install -d $(DESTDIR)$(RUBY_SITELIB) $(DESTDIR)$(RUBY_SITEARCH)

@@ -3,6 +3,7 @@
 #include "base/rundir.h"
 
 #include "base/fmt.h"
+#include "base/safefile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,20 +31,6 @@ static int template(char *buf, const char *base)
 	return 0;
 }
 
-/* 0 if @fd is a directory of ours that no one else may enter. */
-static int check_dir(int fd)
-{
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
-		return -EPERM;
-	return 0;
-}
-
 int mw_rundir_make(struct mw_rundir *d)
 {
 	int ret = -ENOENT;
@@ -67,7 +54,7 @@ int mw_rundir_make(struct mw_rundir *d)
 			ret = -errno;
 			continue;
 		}
-		ret = check_dir(fd);
+		ret = mw_fd_check_ours(fd, S_IFDIR);
 		if (!ret) {
 			d->fd = fd;
 			return 0;

@@ -11,16 +11,17 @@
 
 #include "base/fmt.h"
 
-/* 0 if @fd is a regular file of ours with one link, else -errno. */
-static int check_ours(int fd)
+int mw_fd_check_ours(int fd, mode_t type)
 {
 	struct stat st;
 
 	if (fstat(fd, &st))
 		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if (st.st_uid != geteuid() || st.st_nlink != 1)
+	if ((st.st_mode & S_IFMT) != type)
+		return type == S_IFDIR ? -ENOTDIR : -EINVAL;
+	if (st.st_uid != geteuid())
+		return -EPERM;
+	if (type == S_IFDIR ? (st.st_mode & 0777) != 0700 : st.st_nlink != 1)
 		return -EPERM;
 	return 0;
 }
@@ -35,7 +36,7 @@ int mw_safe_open(const char *path, int flags)
 
 	if (fd < 0)
 		return -errno;
-	ret = check_ours(fd);
+	ret = mw_fd_check_ours(fd, S_IFREG);
 	if (!ret && (flags & O_TRUNC) && ftruncate(fd, 0))
 		ret = -errno;
 	if (ret) {
@@ -92,7 +93,7 @@ int mw_safe_replace(const char *path, int append,
 		old = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 			   O_NOCTTY | O_CLOEXEC);
 		if (old >= 0) {
-			ret = check_ours(old);
+			ret = mw_fd_check_ours(old, S_IFREG);
 			if (!ret)
 				ret = copy_fd(old, fd);
 			close(old);

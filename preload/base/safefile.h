@@ -3,6 +3,15 @@
 #ifndef MW_SAFEFILE_H
 #define MW_SAFEFILE_H
 
+#include <sys/types.h>
+
+/* 0 if @fd is ours (our euid) and of @type: a regular file (S_IFREG)
+ * with one link, or a directory (S_IFDIR) no one else may enter (mode
+ * 0700); else -errno: -EINVAL (-ENOTDIR for S_IFDIR) for another type,
+ * -EPERM for another owner, links or mode.
+ * Context: not a hook; no allocation. */
+int mw_fd_check_ours(int fd, mode_t type);
+
 /* Opens (creating 0600) @path with @flags | O_CREAT | O_NOFOLLOW |
  * O_NONBLOCK | O_CLOEXEC, and checks it is a regular file owned by us
  * with one link before truncating it (O_TRUNC).  Never blocks (a FIFO

@@ -4,6 +4,7 @@
 #include "report/allocator.h"
 #include "report/stats.h"
 #include "report/symbolize.h"
+#include "base/bheap.h"
 #include "base/fmt.h"
 #include "core/live.h"
 #include "mwrap.h"
@@ -190,38 +191,10 @@ struct ranked {
 	uint32_t id;
 };
 
-static void heap_down(struct ranked *h, size_t i, size_t n)
+static int holds_less(const void *a, const void *b)
 {
-	for (;;) {
-		size_t c = 2 * i + 1;
-		struct ranked t;
-
-		if (c >= n)
-			return;
-		if (c + 1 < n && h[c + 1].live < h[c].live)
-			c++;
-		if (h[i].live <= h[c].live)
-			return;
-		t = h[i];
-		h[i] = h[c];
-		h[c] = t;
-		i = c;
-	}
-}
-
-static void heap_up(struct ranked *h, size_t i)
-{
-	while (i) {
-		size_t p = (i - 1) / 2;
-		struct ranked t;
-
-		if (h[p].live <= h[i].live)
-			return;
-		t = h[i];
-		h[i] = h[p];
-		h[p] = t;
-		i = p;
-	}
+	return ((const struct ranked *)a)->live <
+	       ((const struct ranked *)b)->live;
 }
 
 static int write_top(struct mw_out *o, const struct mw_dump_req *req,
@@ -250,21 +223,15 @@ static int write_top(struct mw_out *o, const struct mw_dump_req *req,
 		if (n < cap) {
 			h[n].live = live;
 			h[n].id = id;
-			heap_up(h, n++);
+			mw_bheap_up(h, sizeof(*h), n++, holds_less);
 		} else if (cap && live > h[0].live) {
 			h[0].live = live;
 			h[0].id = id;
-			heap_down(h, 0, n);
+			mw_bheap_down(h, sizeof(*h), 0, n, holds_less);
 		}
 	}
-	/* pop the smallest to the end: the array ends sorted descending */
-	for (len = n; len > 1; len--) {
-		struct ranked t = h[0];
-
-		h[0] = h[len - 1];
-		h[len - 1] = t;
-		heap_down(h, 0, len - 1);
-	}
+	/* a min-heap sorts descending */
+	mw_bheap_sort(h, sizeof(*h), n, holds_less);
 	for (id = 0; id < n; id++)
 		write_site(o, req, mw_site_get(h[id].id));
 	munmap(h, cap * sizeof(*h) + 1);

@@ -1,6 +1,7 @@
 /* scan.c - see scan.h */
 #define _GNU_SOURCE
 #include "report/scan.h"
+#include "base/bheap.h"
 #include "core/live.h"
 #include "core/sites.h"
 #include "core/track.h"
@@ -81,39 +82,16 @@ static void take_block(const struct mw_live_entry *e, void *arg)
 	w->nblocks++;
 }
 
-static void sift_down(struct block *a, size_t i, size_t n)
+static int starts_later(const void *a, const void *b)
 {
-	for (;;) {
-		size_t c = 2 * i + 1;
-		struct block t;
-
-		if (c >= n)
-			return;
-		if (c + 1 < n && a[c + 1].start > a[c].start)
-			c++;
-		if (a[i].start >= a[c].start)
-			return;
-		t = a[i];
-		a[i] = a[c];
-		a[c] = t;
-		i = c;
-	}
+	return ((const struct block *)a)->start >
+	       ((const struct block *)b)->start;
 }
 
-/* Heapsort: in place, no allocation (qsort may malloc). */
+/* By start address, in place. */
 static void sort_blocks(struct block *a, size_t n)
 {
-	size_t i;
-
-	for (i = n / 2; i-- > 0;)
-		sift_down(a, i, n);
-	for (i = n; i-- > 1;) {
-		struct block t = a[0];
-
-		a[0] = a[i];
-		a[i] = t;
-		sift_down(a, 0, i);
-	}
+	mw_bheap_sort(a, sizeof(*a), n, starts_later);
 }
 
 /* --- the regions -------------------------------------------------------- */
