@@ -1,113 +1,23 @@
-/* Unit tests for the live table (preload/live.c), against live.h's
+/* Unit tests for the live table (preload/core/live.c), against live.h's
  * contracts: insert/replace/remove/take, unknown removes counted with the
  * allocator's usable size, the watch bit, clear, growth, a full table
  * that cannot grow, long probe runs of colliding hashes (wrapping past
- * the end of a shard's array), a random run checked against a model, and
- * several threads inserting and removing at once.
+ * the end of a shard's array), and a random run checked against a model
+ * (threads at once: test_live_threads.c).
  *
  * The pointers are made up (the table never touches a block): each test
  * takes 1 MiB regions of its own, and, where it matters, regions whose
- * shard nothing else used (shard_index below copies live.c's choice). */
+ * shard nothing else used (live_fixture.h copies live.c's choice). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "core/live.h"
-#include "core/real.h"
+#include "live_fixture.h"
 #include "tap.h"
-
-/* live.c reads only mw_real.malloc_usable_size from real.c */
-struct mw_real_fns mw_real;
-
-/* A usable size the test can predict: 24 to 80 bytes by address. */
-static uint64_t usable_of(uintptr_t p)
-{
-	return 24 + ((p >> 4) & 7) * 8;
-}
-
-static size_t fake_usable_size(void *p)
-{
-	return (size_t)usable_of((uintptr_t)p);
-}
-
-/* live.c's shard choice (by 1 MiB region) and home slot, copied so the
- * tests can pick fresh shards and colliding pointers.  If live.c changes
- * them, the tests still check behaviour; only the collision test's
- * "one small array" check would tell. */
-static unsigned shard_index(uintptr_t ptr)
-{
-	return (unsigned)(((uint64_t)(ptr >> 20) * 0x9e3779b97f4a7c15ull) >> 56);
-}
-
-static uint32_t home_slot(uintptr_t ptr, uint32_t mask)
-{
-	return (uint32_t)(((uint64_t)(ptr >> 4) * 0x9e3779b97f4a7c15ull) >> 16) &
-	       mask;
-}
-
-static unsigned char shard_used[256];
-static uintptr_t next_region = 0x100000;	/* ptr 2^40 */
-
-/* The base of a 1 MiB region; @fresh: one whose shard no earlier region
- * of this test program used. */
-static uintptr_t region(int fresh)
-{
-	for (;;) {
-		uintptr_t base = next_region++ << 20;
-		unsigned s = shard_index(base);
-
-		if (fresh && shard_used[s])
-			continue;
-		shard_used[s] = 1;
-		return base;
-	}
-}
-
-static struct mw_live_entry mk(uintptr_t p, uint32_t site, uint64_t size,
-			       uint64_t birth)
-{
-	struct mw_live_entry e;
-
-	mw_live_make(&e, p, site, size, birth);
-	return e;
-}
-
-static int insert(uintptr_t p, uint32_t site, uint64_t size)
-{
-	struct mw_live_entry e = mk(p, site, size, 7), stale;
-
-	return mw_live_insert(&e, &stale);
-}
-
-/* mw_live_each over one site: how many entries, the sum of their sizes. */
-struct census {
-	uint64_t n, bytes;
-	uintptr_t *ptrs;	/* optional: every pointer seen */
-	size_t cap;
-};
-
-static void census_fn(const struct mw_live_entry *e, void *arg)
-{
-	struct census *c = arg;
-
-	if (c->ptrs && c->n < c->cap)
-		c->ptrs[c->n] = mw_live_ptr(e);
-	c->n++;
-	c->bytes += mw_live_size(e);
-}
-
-static struct census census(uint32_t site)
-{
-	struct census c = { 0 };
-
-	mw_live_each(site, census_fn, &c);
-	return c;
-}
 
 static void test_entry_packing(void)
 {
@@ -488,118 +398,6 @@ static void test_model(void)
 	ok(mw_live_count() == count0, "model emptied");
 }
 
-/* Threads inserting and removing at once, in shared regions (shared
- * shards and locks, growth under contention), with a reader walking the
- * table meanwhile. */
-enum { NT = 4, PER = 30000, KEEP = 1000, UNK = 2000 };
-static uintptr_t mt_base, mt_unknown_base;
-static int mt_stop;
-
-struct worker {
-	int t;
-	int bad;
-	uint64_t unknown_bytes;
-};
-
-static uintptr_t mt_ptr(int t, int i)
-{
-	/* interleaved: neighbouring pointers belong to different threads */
-	return mt_base + 16 * ((uintptr_t)i * NT + (uintptr_t)t);
-}
-
-static void *worker(void *arg)
-{
-	struct worker *w = arg;
-	uint32_t site = 70 + (uint32_t)w->t;
-	struct mw_live_entry out;
-	int i, j;
-
-	/* in rounds, so that inserts and removes of all threads overlap */
-	for (i = 0; i < PER; i += 1000) {
-		for (j = i; j < i + 1000; j++)
-			w->bad += insert(mt_ptr(w->t, j), site, (uint64_t)j) != 0;
-		for (j = i; j < i + 1000; j += 2)
-			if (j >= KEEP)
-				w->bad += mw_live_remove(mt_ptr(w->t, j), &out) != 1 ||
-					  mw_live_site(&out) != site ||
-					  mw_live_size(&out) != (uint64_t)j;
-	}
-	for (j = 1; j < PER; j += 2)
-		if (j >= KEEP)
-			w->bad += mw_live_remove(mt_ptr(w->t, j), &out) != 1 ||
-				  mw_live_site(&out) != site ||
-				  mw_live_size(&out) != (uint64_t)j;
-	for (j = 0; j < UNK; j++) {
-		uintptr_t p = mt_unknown_base + 16 * ((uintptr_t)j * NT +
-						      (uintptr_t)w->t);
-
-		w->bad += mw_live_remove(p, &out) != 0;
-		w->unknown_bytes += usable_of(p);
-	}
-	return NULL;
-}
-
-static void count_fn(const struct mw_live_entry *e, void *arg)
-{
-	(void)e;
-	++*(uint64_t *)arg;
-}
-
-static void *reader(void *arg)
-{
-	uint64_t *walks = arg;
-
-	while (!__atomic_load_n(&mt_stop, __ATOMIC_ACQUIRE)) {
-		uint64_t n = 0;
-
-		mw_live_each(0, count_fn, &n);
-		(void)mw_live_count();
-		++*walks;
-	}
-	return NULL;
-}
-
-static void test_threads(void)
-{
-	pthread_t th[NT], rd;
-	struct worker w[NT];
-	uint64_t count0, u0, b0, ub = 0, walks = 0;
-	int t, bad = 0, r;
-
-	mw_live_clear(0);
-	count0 = mw_live_count();
-	u0 = mw_live_unknown();
-	b0 = mw_live_unknown_bytes();
-	/* PER * NT pointers over 2 regions, the unknowns over one more */
-	mt_base = region(1);
-	region(1);
-	mt_unknown_base = region(0);
-	mt_stop = 0;
-	r = pthread_create(&rd, NULL, reader, &walks);
-	for (t = 0; t < NT; t++) {
-		w[t] = (struct worker){ .t = t };
-		r |= pthread_create(&th[t], NULL, worker, &w[t]);
-	}
-	for (t = 0; t < NT; t++) {
-		pthread_join(th[t], NULL);
-		bad += w[t].bad;
-		ub += w[t].unknown_bytes;
-	}
-	__atomic_store_n(&mt_stop, 1, __ATOMIC_RELEASE);
-	pthread_join(rd, NULL);
-	ok(r == 0, "%d threads and a reader started", NT);
-	ok(bad == 0, "every thread got back its own entries (%d mismatches)", bad);
-	ok(mw_live_count() == count0 + (uint64_t)NT * KEEP,
-	   "count: the %d entries each thread kept", KEEP);
-	for (t = 0; t < NT; t++)
-		bad += census(70 + (uint32_t)t).n != KEEP;
-	ok(bad == 0, "each thread's site holds exactly its kept entries");
-	ok(mw_live_unknown() == u0 + (uint64_t)NT * UNK &&
-		   mw_live_unknown_bytes() == b0 + ub,
-	   "unknown removes from all threads add up (%d, bytes exact)", NT * UNK);
-	mw_live_clear(0);
-}
-
 int main(void)
 {
 	mw_real.malloc_usable_size = fake_usable_size;
@@ -613,6 +411,5 @@ int main(void)
 	test_growth();
 	test_full();
 	test_model();
-	test_threads();
 	return tap_done();
 }
