@@ -48,3 +48,33 @@ def test_a_timed_out_call_finishes_in_the_target(spawn, n):
     assert p.returncode == 0 and "result=7" in p.stdout, p.stderr
     rc, rest, _ = t2.finish(timeout=15)
     assert rc == 0 and rest == ["dlloop ok ran"]
+
+
+@pytest.mark.parametrize("ending", ["timeout", "kill"])
+@pytest.mark.parametrize("n", range(REPEAT))
+def test_a_call_its_frame_finishes_keeps_the_avx_registers(spawn, ending, n):
+    """A call that the thread's own signal frame ends (the injector's
+    timeout ran out, or the injector was SIGKILLed, during a 3 s
+    constructor) restores the whole vector state: the target holds known
+    values in all 16 YMM registers.  On a CPU with AMX, ptrace's 11008
+    bytes of extended state in that frame made rt_sigreturn restore the
+    legacy area alone and zero the YMM upper halves: CORRUPT."""
+    t = spawn([os.path.join(TARGETS, "vecloop"), "ymm"])
+    if t.expect("") == "noavx":
+        pytest.skip("no AVX on this CPU")
+    inj = subprocess.Popen([INJECT, "-p", str(t.pid), "--timeout",
+                            "1" if ending == "timeout" else "20", SLOW,
+                            "slowctor_ready", "x"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    if ending == "kill":
+        time.sleep(1)
+        inj.kill()
+    _, err = inj.communicate(timeout=60)
+    assert inj.returncode == (9 if ending == "timeout" else -9), err
+    # the constructor ends 3 s after the call began; the frame restores
+    # the thread, which goes on with its loop
+    time.sleep(3.5)
+    with open(f"/proc/{t.pid}/status") as f:
+        assert "TracerPid:\t0" in f.read()
+    rc, rest, _ = t.finish(timeout=30)
+    assert rc == 0 and rest == ["ok blocks"], rest

@@ -1,8 +1,11 @@
 /* A tight loop with live vector registers and no syscalls: all 16 XMM
- * registers hold known values through each block, checked after it, so
- * damage to the vector state by an attach shows as "CORRUPT".  Prints "ready", runs until
- * stdin closes (a reader thread flips a flag), then prints
- * "ok BLOCKS" and exits 0, or exits 1 at the first mismatch. */
+ * registers (with "ymm", all 16 YMM registers, whose upper halves only
+ * the AVX part of the extended state holds) keep known values through
+ * each block, checked after it, so damage to the vector state by an
+ * attach shows as "CORRUPT".  Prints "ready" ("noavx" instead when ymm
+ * is asked for on a CPU without AVX), runs until stdin closes (a reader
+ * thread flips a flag), then prints "ok BLOCKS" and exits 0, or exits 1
+ * at the first mismatch. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,16 +56,55 @@ static int regs_survive(void)
 	return memcmp(in, out, sizeof(in)) == 0;
 }
 
-int main(void)
+#define XY(n) "vmovupd " #n "*32(%[in]), %%ymm" #n "\n"
+#define YY(n) "vaddpd %%ymm15, %%ymm" #n ", %%ymm" #n "\n" \
+	      "vsubpd %%ymm15, %%ymm" #n ", %%ymm" #n "\n"
+#define ZY(n) "vmovupd %%ymm" #n ", " #n "*32(%[out])\n"
+
+/* The same with four doubles in each YMM register. */
+static int ymm_survive(void)
 {
+	double in[16][4], out[16][4];
+
+	for (int i = 0; i < 16; i++)
+		for (int j = 0; j < 4; j++)
+			in[i][j] = i * 4 + j + 1;
+	__asm__ volatile(
+		XY(0) XY(1) XY(2) XY(3) XY(4) XY(5) XY(6) XY(7)
+		XY(8) XY(9) XY(10) XY(11) XY(12) XY(13) XY(14) XY(15)
+		"mov $20000000, %%rcx\n"
+		"1:\n"
+		YY(0) YY(1) YY(2) YY(3) YY(4) YY(5) YY(6) YY(7)
+		YY(8) YY(9) YY(10) YY(11) YY(12) YY(13) YY(14)
+		"dec %%rcx\n"
+		"jnz 1b\n"
+		ZY(0) ZY(1) ZY(2) ZY(3) ZY(4) ZY(5) ZY(6) ZY(7)
+		ZY(8) ZY(9) ZY(10) ZY(11) ZY(12) ZY(13) ZY(14) ZY(15)
+		"vzeroupper\n"
+		:
+		: [in] "r"(in), [out] "r"(out)
+		: "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5",
+		  "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+		  "xmm13", "xmm14", "xmm15", "memory", "cc");
+	return memcmp(in, out, sizeof(in)) == 0;
+}
+
+int main(int argc, char **argv)
+{
+	int ymm = argc > 1 && strcmp(argv[1], "ymm") == 0;
+	int (*check)(void) = ymm ? ymm_survive : regs_survive;
 	pthread_t t;
 	unsigned long blocks = 0;
 
+	if (ymm && !__builtin_cpu_supports("avx")) {
+		printf("noavx\n");
+		return 0;
+	}
 	pthread_create(&t, NULL, wait_stdin, NULL);
 	printf("ready\n");
 	fflush(stdout);
 	while (!stop) {
-		if (!regs_survive()) {
+		if (!check()) {
 			printf("CORRUPT after %lu blocks\n", blocks);
 			return 1;
 		}
