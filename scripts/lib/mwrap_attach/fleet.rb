@@ -60,6 +60,7 @@ module MwrapAttach
       args = ["-d", o[:seconds].to_s, "--backend", o[:backend], "--timeout", o[:timeout].to_s]
       args += ["--sample", o[:sample]] if o[:sample]
       args << "--objects" if o[:objects]
+      args << "--gc" if o[:gc]
       args += ["--dump-all", "#{o[:dump_all]}.#{pid}"] if o[:dump_all]
       args << "--scan" if o[:scan]
       args << "-v" if o[:verbose]
