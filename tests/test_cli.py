@@ -63,6 +63,17 @@ def test_o_force_overwrites_and_says_where_it_wrote(spawn, tmp):
 
 
 @needs_ptrace
+def test_several_pids_say_wrote_once_for_the_merged_report(spawn, tmp):
+    a, b = spawn(["sleep", "60"]), spawn(["sleep", "60"])
+    out = tmp / "fleet.txt"
+    p = attach(["-p", f"{a.pid},{b.pid}", "-d", "0.5", "-o", str(out)], timeout=90)
+    assert p.returncode == 0, p.stderr
+    # each process's own run writes a scratch file: not the user's news
+    assert [l for l in p.stderr.splitlines() if "wrote" in l] == [f"mwrap-attach: wrote {out}"]
+    assert "=== merged view of 2 of 2 processes ===" in out.read_text()
+
+
+@needs_ptrace
 def test_a_report_that_cannot_be_written_goes_to_stdout(spawn):
     t = spawn(["sleep", "60"])
     p = attach(["-p", str(t.pid), "-d", "0.5", "-o", "/dev/full"])

@@ -80,6 +80,8 @@ module MwrapAttach
         last = +""
         reader = Thread.new do
           rd.each_line do |l|
+            next if l.strip == "mwrap-attach: wrote #{out}" # our scratch file
+
             last.replace(l.strip)
             warn "[#{pid}] #{l.strip}"
           end
