@@ -63,6 +63,32 @@ def test_o_force_overwrites_and_says_where_it_wrote(spawn, tmp):
 
 
 @needs_ptrace
+def test_o_does_not_overwrite_a_file_made_during_the_window(spawn, tmp):
+    from conftest import ATTACH
+    t = spawn(["sleep", "60"])
+    out = tmp / "report.txt"
+    proc = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "2", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        import time
+        deadline = time.monotonic() + 30
+        while not is_attached(t.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        out.write_text("theirs\n")
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == IO_EXIT, stderr
+    assert out.read_text() == "theirs\n"
+    assert stdout.startswith("mwrap report: pid ")
+    assert stderr.endswith(f"mwrap-attach: cannot write {out}: it appeared during the window "
+                           "(add --force to overwrite it)\n"
+                           "mwrap-attach: the report is on stdout instead\n")
+
+
+@needs_ptrace
 def test_several_pids_say_wrote_once_for_the_merged_report(spawn, tmp):
     a, b = spawn(["sleep", "60"]), spawn(["sleep", "60"])
     out = tmp / "fleet.txt"

@@ -41,13 +41,17 @@ module MwrapAttach
     def self.emit(text, file)
       return to_stdout(text) unless file
 
+      created = false
       begin
         fresh = !File.exist?(file)
         flags = File::WRONLY | File::CREAT | File::TRUNC | File::BINARY
         flags |= File::EXCL if fresh || (File.file?(file) && !force)
-        File.open(file, flags, 0o666) { |f| f.write(text) }
+        File.open(file, flags, 0o666) do |f|
+          created = fresh
+          f.write(text)
+        end
       rescue SystemCallError, IOError => e
-        File.unlink(file) if fresh && File.file?(file) rescue nil
+        File.unlink(file) if created rescue nil
         why = e.is_a?(Errno::EEXIST) ? "it appeared during the window (add --force to overwrite it)" : strerror(e)
         to_stdout(text)
         fail!(EXIT[:io], "cannot write #{file}: #{why}", "the report is on stdout instead")
