@@ -194,6 +194,8 @@ int mw_cmd_parse(const char *line, size_t len, struct mw_cmd *cmd,
 		cmd->kind = MW_CMD_DETACH;
 	else if (word_is(words[0], lens[0], "lease"))
 		cmd->kind = MW_CMD_LEASE;
+	else if (word_is(words[0], lens[0], "gc"))
+		cmd->kind = MW_CMD_GC;
 	else {
 		set_err(err, errlen, "unknown command: ", words[0], lens[0]);
 		return -EINVAL;

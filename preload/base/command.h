@@ -12,6 +12,9 @@
  *                          type, GC.stat, iseq memory) as one JSON line in
  *                          PATH, taken by a Ruby thread at a safe point;
  *                          --dump-all adds ObjectSpace.dump_all
+ *   gc                     a full GC (GC.start) on a Ruby thread at a safe
+ *                          point; answers "ok gc us=N live_before=BYTES
+ *                          live_after=BYTES" (tracked live bytes)
  *   reset                  zero the counters (a new window starts)
  *   stats                  one line of key=value figures
  *   lease                  renew the lease (attach option lease:SECONDS);
@@ -22,7 +25,7 @@
  * A PATH is absolute, or a plain name (no '/'): a file in the runtime
  * directory (a fresh private directory made at attach).
  * Each command gets exactly one answer line starting with "ok" or
- * "error:"; a long one (dump, objects) may first write lines starting
+ * "error:"; a long one (dump, objects, gc) may first write lines starting
  * "progress " (what, done/total, unit), which clients skip or show.
  */
 #ifndef MW_COMMAND_H
@@ -39,6 +42,7 @@ enum mw_cmd_kind {
 	MW_CMD_DETACH,
 	MW_CMD_OBJECTS,
 	MW_CMD_LEASE,
+	MW_CMD_GC,
 };
 
 struct mw_cmd {

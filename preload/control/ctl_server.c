@@ -10,6 +10,7 @@
 #include "core/track.h"
 #include "hook/got.h"
 #include "report/dump.h"
+#include "report/gc.h"
 #include "report/objects.h"
 #include "report/rbjob.h"
 #include "report/scan.h"
@@ -25,6 +26,7 @@
 
 #define SCAN_BUDGET_MS 30000	/* dump --scan reads memory this long at most */
 #define OBJECTS_START_MS 5000	/* a Ruby thread must take the job by then */
+#define GC_START_MS 5000	/* the same for gc */
 
 /* The server's state: written by mw_ctl_open before the helper serves,
  * then owned by the helper thread, except what mw_ctl_at_exit reads on
@@ -197,17 +199,53 @@ static int dump_to(const char *path, const struct mw_cmd *cmd)
 
 /* --- control file ------------------------------------------------------- */
 
-static void answer_objects_timeout(void)
+/* "error: WHAT: no Ruby thread reached a safe point ..." */
+static void answer_rbjob_timeout(const char *what)
 {
 	char num[24];
 	struct mw_out o;
 
 	mw_fmt_u64(num, mw_rbjob_flagged());
 	mw_out_init(&o, out_fd);
-	mw_out_str(&o, "error: objects: no Ruby thread reached a safe point "
-		       "in time (");
+	mw_out_str(&o, "error: ");
+	mw_out_str(&o, what);
+	mw_out_str(&o, ": no Ruby thread reached a safe point in time (");
 	mw_out_str(&o, num);
 	mw_out_str(&o, " idle Ruby threads woken; blocked in C?)\n");
+	mw_out_flush(&o);
+}
+
+/* "ok gc us=N live_before=BYTES live_after=BYTES", or why not. */
+static void answer_gc(void)
+{
+	struct mw_gc_result r;
+	struct mw_out o;
+	int ret = mw_gc_run(GC_START_MS, &r);
+
+	if (ret == -ENOSYS) {
+		mw_ctl_answer("error: gc: ", "not a Ruby process");
+		return;
+	}
+	if (ret == -ETIMEDOUT) {
+		answer_rbjob_timeout("gc");
+		return;
+	}
+	if (ret == -EIO) {
+		mw_ctl_answer("error: gc: ", "GC.start raised");
+		return;
+	}
+	if (ret) {
+		mw_ctl_answer("error: gc: ", strerrordesc_np(-ret));
+		return;
+	}
+	mw_out_init(&o, out_fd);
+	mw_out_str(&o, "ok gc us=");
+	mw_out_u64(&o, r.ns / 1000u, 0);
+	mw_out_str(&o, " live_before=");
+	mw_out_u64(&o, r.live_before, 0);
+	mw_out_str(&o, " live_after=");
+	mw_out_u64(&o, r.live_after, 0);
+	mw_out_chr(&o, '\n');
 	mw_out_flush(&o);
 }
 
@@ -263,11 +301,14 @@ static int run_command(const char *text, size_t len)
 		if (ret == -ENOSYS)
 			mw_ctl_answer("error: objects: ", "not a Ruby process");
 		else if (ret == -ETIMEDOUT)
-			answer_objects_timeout();
+			answer_rbjob_timeout("objects");
 		else if (ret)
 			mw_ctl_answer("error: objects: ", strerrordesc_np(-ret));
 		else
 			mw_ctl_answer("ok objects ", cmd.path);
+		return 0;
+	case MW_CMD_GC:
+		answer_gc();
 		return 0;
 	}
 	return 0;

@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,6 +50,13 @@ static void exit_dump(void)
 		own = 1;
 	} else if (o->dump_fd > 0) {
 		fd = o->dump_fd;
+		/* The program's own stdio output to that descriptor is still
+		 * in its buffers (exit flushes them after every atexit
+		 * handler, and ours, registered first, runs last): flush
+		 * them now, so that the dump comes after it rather than in
+		 * its middle.  This is the exit path, not a hook: stdio's
+		 * locks are the program's own, taken as exit would. */
+		fflush(NULL);
 	}
 	if (fd >= 0 && !(o->dump_heap & 4))
 		mw_dump(fd, o->dump_min, o->format);

@@ -71,5 +71,8 @@ int main(void)
 		   c.discard, "detach --discard");
 	ok(parse("detach --x") == -EINVAL, "detach --x refused");
 	ok(parse("lease") == 0 && c.kind == MW_CMD_LEASE, "lease");
+	ok(parse("gc") == 0 && c.kind == MW_CMD_GC, "gc");
+	ok(parse("gc now") == -EINVAL && strstr(err, "now"),
+	   "argument to gc refused: %s", err);
 	return tap_done();
 }

@@ -163,12 +163,45 @@ module MwrapAttach
       nil
     end
 
+    # A full GC (GC.start) run by a Ruby thread at a safe point: the
+    # header fields that say so ("gc" => "ran", "gc_ms", tracked live bytes
+    # before and after), or ("gc" => "not run", "gc_error") with a warning
+    # when the target cannot run it.  The answer may take as long as the
+    # GC of a large heap: the wait is long, as for dump_all.
+    def run_gc
+      ans = command("gc", timeout: 600)
+      if ControlClient.ok?(ans)
+        f = ans.scan(/(\w+)=(\d+)/).to_h.transform_values(&:to_i)
+        return { "gc" => "ran", "gc_ms" => f["us"] / 1000.0, "gc_live_before_bytes" => f["live_before"],
+                 "gc_live_after_bytes" => f["live_after"] }
+      end
+      why = ans.sub(/\Aerror: (gc: )?/, "")
+      warn "mwrap-attach: --gc: no GC before the dump: #{why}"
+      warn "mwrap-attach: #{gc_fix(why)}"
+      { "gc" => "not run", "gc_error" => why }
+    end
+
+    # What a failed --gc means for the report that comes anyway.
+    def gc_fix(why)
+      return "--gc applies to Ruby processes: the report comes without it" if why.start_with?("not a Ruby")
+
+      if why.start_with?("no Ruby thread")
+        return "its Ruby threads are busy in C code or blocked without a timeout: " \
+               "the report comes without the GC, garbage not yet collected included"
+      end
+      "the report comes without the GC, garbage not yet collected included"
+    end
+
     # The final dump of a window or of --dump, with what was asked beside
-    # it (o: the options --objects, --dump-all and --scan).
+    # it (o: the options --gc, --objects, --dump-all and --scan).  The GC
+    # runs first, so the object view and the dump both see what Ruby
+    # still holds.
     def final_dump(o, tag)
+      gc = run_gc if o[:gc]
       objects = fetch_objects(o[:dump_all]) if o[:objects]
       dump = fetch_dump(tag, scan: o[:scan])
       dump.objects = objects
+      dump.header.merge!(gc) if gc
       dump
     end
 

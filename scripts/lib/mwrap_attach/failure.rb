@@ -8,6 +8,7 @@ module MwrapAttach
     ok: 0, usage: 2, no_such_process: 3, permission: 4, already_traced: 5,
     stopped: 6, no_gdb: 7, library: 8, inject: 9, no_answer: 10,
     target_gone: 11, not_attached: 12, already_attached: 13, seccomp: 14,
+    io: 15,
   }.freeze
 
   class Failure < StandardError

@@ -60,6 +60,7 @@ module MwrapAttach
       args = ["-d", o[:seconds].to_s, "--backend", o[:backend], "--timeout", o[:timeout].to_s]
       args += ["--sample", o[:sample]] if o[:sample]
       args << "--objects" if o[:objects]
+      args << "--gc" if o[:gc]
       args += ["--dump-all", "#{o[:dump_all]}.#{pid}"] if o[:dump_all]
       args << "--scan" if o[:scan]
       args << "-v" if o[:verbose]
@@ -79,6 +80,8 @@ module MwrapAttach
         last = +""
         reader = Thread.new do
           rd.each_line do |l|
+            next if l.strip == "mwrap-attach: wrote #{out}" # our scratch file
+
             last.replace(l.strip)
             warn "[#{pid}] #{l.strip}"
           end

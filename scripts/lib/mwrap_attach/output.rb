@@ -11,27 +11,64 @@ module MwrapAttach
   module Output
     extend Fails
 
+    class << self
+      # --force: -o may overwrite an existing file (set by the command
+      # line, before any report is written).
+      attr_accessor :force
+    end
+
     # Fails now, before touching any process, if FILE cannot be written
-    # (root's access checks say yes to /proc and to read-only mounts).
-    def self.check_writable(file)
+    # (root's access checks say yes to /proc and to read-only mounts), or
+    # is an existing regular file and FORCE is not given.
+    def self.check_writable(file, force: true)
       dir = File.dirname(File.expand_path(file))
       fail!(EXIT[:usage], "cannot write #{file}: no such directory") unless File.directory?(dir)
+      if File.file?(file) && !force
+        fail!(EXIT[:usage], "#{file} exists; not overwriting it", "add --force to overwrite it, or name another file")
+      end
       existed = File.exist?(file)
       File.open(file, "a") {}
       File.unlink(file) unless existed
     rescue SystemCallError => e
-      fail!(EXIT[:usage], "cannot write #{file}: #{e.message.sub(/ @ .*/, '').downcase}")
+      fail!(EXIT[:usage], "cannot write #{file}: #{strerror(e)}")
     end
 
-    # TEXT to FILE, or to stdout when FILE is nil.
+    # TEXT to FILE ("mwrap-attach: wrote FILE" on stderr), or to stdout
+    # when FILE is nil.  When FILE cannot be written the report goes to
+    # stdout instead, and the failure (exit code io) says why; a file we
+    # created is not left half written.  Without --force a regular file
+    # that appeared since the check is not overwritten.
     def self.emit(text, file)
-      if file
-        File.binwrite(file, text)
-      else
-        $stdout.write(text)
+      return to_stdout(text) unless file
+
+      created = false
+      begin
+        fresh = !File.exist?(file)
+        flags = File::WRONLY | File::CREAT | File::TRUNC | File::BINARY
+        flags |= File::EXCL if fresh || (File.file?(file) && !force)
+        File.open(file, flags, 0o666) do |f|
+          created = fresh
+          f.write(text)
+        end
+      rescue SystemCallError, IOError => e
+        File.unlink(file) if created rescue nil
+        why = e.is_a?(Errno::EEXIST) ? "it appeared during the window (add --force to overwrite it)" : strerror(e)
+        to_stdout(text)
+        fail!(EXIT[:io], "cannot write #{file}: #{why}", "the report is on stdout instead")
       end
-    rescue SystemCallError => e
-      fail!(EXIT[:usage], "cannot write #{file}: #{e.message}")
+      warn "mwrap-attach: wrote #{file}"
+    end
+
+    def self.to_stdout(text)
+      $stdout.write(text)
+      $stdout.flush
+    rescue SystemCallError, IOError => e
+      fail!(EXIT[:io], "cannot write the report to stdout: #{strerror(e)}", "write it to a file with -o FILE")
+    end
+
+    # The system's message for E, without Ruby's " @ function - path".
+    def self.strerror(e)
+      e.is_a?(SystemCallError) ? SystemCallError.new(nil, e.errno).message : e.message
     end
 
     # DUMP's sites ranked by live bytes, in FORMAT (text, json, pprof or
@@ -42,8 +79,23 @@ module MwrapAttach
       return MwrapPprof.profile(dump, sites) if format == "pprof"
       return MwrapHtml.page(dump, sites, window: window) if format == "html"
 
-      MwrapReport.text(dump, sites, window: window,
-                                   title: "sites ranked by live bytes grown during the window:")
+      title = "sites ranked by live bytes grown during the window:"
+      gc = gc_line(dump.header)
+      MwrapReport.text(dump, sites, window: window, title: gc ? "#{gc}\n#{title}" : title)
+    end
+
+    # What --gc did, from the header fields ControlClient#run_gc set; nil
+    # without --gc.
+    def self.gc_line(h)
+      case h["gc"]
+      when "ran"
+        format("full GC (GC.start) run at a Ruby safe point before this dump, in %.1f ms: " \
+               "tracked live %s before, %s after",
+               h["gc_ms"].to_f, MwrapReport.human(h["gc_live_before_bytes"].to_i),
+               MwrapReport.human(h["gc_live_after_bytes"].to_i))
+      when "not run"
+        "no GC before this dump (--gc: #{h['gc_error']})"
+      end
     end
   end
 end

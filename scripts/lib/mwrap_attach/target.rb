@@ -44,13 +44,21 @@ module MwrapAttach
               "check the pid (ps -ef | grep ruby)")
       end
       state = st["State"].to_s
-      fail!(EXIT[:no_such_process], "process #{pid} is a zombie") if state.start_with?("Z")
+      if state.start_with?("Z")
+        ppid = st["PPid"].to_i
+        parent = File.read("/proc/#{ppid}/comm").strip rescue "?"
+        fail!(EXIT[:no_such_process],
+              "process #{pid} is a zombie: it has exited, and its parent #{ppid} (#{parent}) has not reaped it",
+              "there is nothing left to attach to: attach to a live process (ps -ef)")
+      end
       if state.start_with?("T", "t")
         fail!(EXIT[:stopped], "process #{pid} is stopped (state #{state})",
               "resume it first (kill -CONT #{pid}); mwrap-attach leaves stopped processes alone")
       end
-      if File.read("/proc/#{pid}/cmdline").empty? && !File.exist?("/proc/#{pid}/exe")
-        fail!(EXIT[:usage], "process #{pid} is a kernel thread")
+      if kernel_thread?(pid)
+        fail!(EXIT[:no_such_process],
+              "process #{pid} is a kernel thread (#{st['Name']}): it has no user space to load a library into",
+              "attach to a user-space process (ps -ef shows kernel threads in [brackets])")
       end
       tracer = st["TracerPid"].to_i
       if tracer != 0
@@ -61,6 +69,7 @@ module MwrapAttach
       uid = st["Uid"].split.first.to_i
       gid = st["Gid"].split.first.to_i
       check_permission(pid, uid)
+      static_binary!(pid)
       Seccomp.check(pid, st, o)
       gdb_installed! if backend == "gdb"
       nspid = st["NSpid"].to_s.split.last || pid.to_s
@@ -74,6 +83,29 @@ module MwrapAttach
 
       fail!(EXIT[:no_gdb], "gdb is not installed (needed by --backend=gdb)",
             "install it (apt-get install gdb) or use --backend=ptrace")
+    end
+
+    # PF_KTHREAD in the flags of /proc/PID/stat (the 9th field).
+    def self.kernel_thread?(pid)
+      flags = File.read("/proc/#{pid}/stat").split(") ", 2)[1].to_s.split[6].to_i
+      flags & 0x00200000 != 0
+    rescue SystemCallError
+      false
+    end
+
+    # Fails for a process with neither a dynamic loader nor a shared libc
+    # mapped: a statically linked program, where there is no dlopen to
+    # call (mwrap-inject would find no libc) and LD_PRELOAD does nothing.
+    def self.static_binary!(pid)
+      names = File.foreach("/proc/#{pid}/maps").filter_map { |l| l.split(" ", 6)[5]&.strip }
+      return if names.any? { |n| File.basename(n).match?(/\A(ld-linux|ld-musl|ld\.so|libc[.-])/) }
+
+      exe = File.readlink("/proc/#{pid}/exe") rescue "its program"
+      fail!(EXIT[:library],
+            "process #{pid} is statically linked (#{exe}): it has no dynamic loader, so no library can be loaded into it",
+            "neither mwrap-attach nor mwrap (LD_PRELOAD) can trace it: rebuild it dynamically linked (without -static)")
+    rescue Errno::ENOENT, Errno::ESRCH, Errno::EACCES
+      nil # gone or unreadable: later checks say so
     end
 
     def self.status_fields(pid)
