@@ -21,13 +21,20 @@ pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
 LEASE_BOUND = 40        # the lease is 10 s; a loaded machine gets slack
 
 
-def wait_detached(pid, bound=LEASE_BOUND):
-    """Seconds until pid has no helper (without renewing its lease), or
-    None after bound."""
+def wait_detached(pid, bound=LEASE_BOUND, settle=3.0):
+    """Seconds until pid has no helper (without renewing its lease) and
+    still has none SETTLE seconds later, or None after bound.  A front end
+    Ctrl-C'd during the injection leaves its guarded calls to finish in
+    the target: the helper may start only after our first look."""
     start = time.monotonic()
+    gone = None
     while time.monotonic() - start < bound:
-        if not is_attached(pid):
-            return time.monotonic() - start
+        if is_attached(pid):
+            gone = None
+        elif gone is None:
+            gone = time.monotonic()
+        elif time.monotonic() - gone >= settle:
+            return gone - start
         time.sleep(0.25)
     return None
 
