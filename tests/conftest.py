@@ -310,6 +310,26 @@ def skip_unless_gdb_works():
         pytest.skip(reason)
 
 
+def during_window(argv, pid, action, timeout=90):
+    """Runs ARGV (an mwrap-attach window on PID); once PID's helper has
+    answered (the window is open: tracking is on), calls ACTION(); then
+    waits for it: (returncode, stdout, stderr).  Never leaves it running."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not helper_answered(pid) and p.poll() is None and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
+        action()
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode, out, err
+
+
 def attach(args, timeout=60):
     return run([ATTACH] + args, timeout=timeout)
 

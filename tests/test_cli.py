@@ -7,11 +7,12 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
-from conftest import (MWRAP, ROOT, TARGETS, attach, is_attached,
-                      ptrace_allowed, run)
+from conftest import (ATTACH, MWRAP, ROOT, TARGETS, attach, during_window,
+                      is_attached, ptrace_allowed, run)
 
 needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
                                   reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -64,23 +65,11 @@ def test_o_force_overwrites_and_says_where_it_wrote(spawn, tmp):
 
 @needs_ptrace
 def test_o_does_not_overwrite_a_file_made_during_the_window(spawn, tmp):
-    from conftest import ATTACH
     t = spawn(["sleep", "60"])
     out = tmp / "report.txt"
-    proc = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "2", "-o", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        import time
-        deadline = time.monotonic() + 30
-        while not is_attached(t.pid) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        out.write_text("theirs\n")
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == IO_EXIT, stderr
+    rc, stdout, stderr = during_window([ATTACH, "-p", str(t.pid), "-d", "2", "-o", str(out)],
+                                       t.pid, lambda: out.write_text("theirs\n"))
+    assert rc == IO_EXIT, stderr
     assert out.read_text() == "theirs\n"
     assert stdout.startswith("mwrap report: pid ")
     assert stderr.endswith(f"mwrap-attach: cannot write {out}: it appeared during the window "
@@ -115,7 +104,6 @@ def test_a_report_that_cannot_be_written_goes_to_stdout(spawn):
 @needs_ptrace
 def test_a_report_that_cannot_go_to_stdout_says_so(spawn):
     t = spawn(["sleep", "60"])
-    from conftest import ATTACH
     with open("/dev/full", "w") as full:
         p = subprocess.run([ATTACH, "-p", str(t.pid), "-d", "0.5"], stdout=full,
                            stderr=subprocess.PIPE, text=True, timeout=60)
@@ -172,7 +160,6 @@ def test_a_zombie_gets_its_cause_and_fix():
             with open(f"/proc/{z.pid}/stat") as f:
                 if f.read().rsplit(") ", 1)[1].startswith("Z"):
                     break
-            import time
             time.sleep(0.01)
         p = attach(["-p", str(z.pid), "-d", "1"])
         assert p.returncode == 3, p.stderr

@@ -5,12 +5,10 @@ real leak; the report says the GC ran and how long it took.  A process
 without Ruby gets a warning and its report."""
 import json
 import os
-import subprocess
-import time
 
 import pytest
 
-from conftest import (ATTACH, ROOT, attach, helper_answered, parse_json_dump,
+from conftest import (ATTACH, ROOT, attach, during_window, parse_json_dump,
                       ptrace_allowed, start_ready)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -23,14 +21,6 @@ GARBAGE_N, LEAK_N = 200, 50     # 3.2 MiB of garbage, 800 KiB of leak:
                                 # Ruby's own comes in the window
 
 
-def wait_attached(pid, proc, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not helper_answered(pid):
-        assert proc.poll() is None, proc.communicate()[1]
-        assert time.monotonic() < deadline, "the attach never answered"
-        time.sleep(0.02)
-
-
 def window(spawn, extra):
     """A 3 s window over garbage.rb in which it makes GARBAGE_N strings of
     garbage and keeps LEAK_N strings: (header, sites, stderr, the two
@@ -38,20 +28,15 @@ def window(spawn, extra):
     t, f = start_ready(spawn, ["ruby", GARBAGE_RB])
     garbage = f"{GARBAGE_RB}:{f['garbage_line']}"
     leak = f"{GARBAGE_RB}:{f['leak_line']}"
-    proc = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "3", "--format", "json", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_attached(t.pid, proc)
+
+    def make_garbage_and_leak():
         t.send(f"garbage {GARBAGE_N} {SIZE}")
         t.expect("garbage")
         t.send(f"leak {LEAK_N} {SIZE}")
         t.expect("leaked")
-        out, err = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err
+    rc, out, err = during_window([ATTACH, "-p", str(t.pid), "-d", "3", "--format", "json", *extra],
+                                 t.pid, make_garbage_and_leak)
+    assert rc == 0, err
     header, sites = parse_json_dump(out)
     return header, sites, err, garbage, leak
 

@@ -4,12 +4,11 @@ site's slope and whether it still rose at the end, so a leak (rising to
 the end) reads apart from a cache that filled, then levelled off."""
 import json
 import os
-import subprocess
 
 import pytest
 
-from conftest import ATTACH, CHROMIUM, ROOT, chromium, ptrace_allowed, \
-    start_ready
+from conftest import ATTACH, CHROMIUM, ROOT, chromium, during_window, \
+    ptrace_allowed, start_ready
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -24,22 +23,10 @@ def window_report(spawn, fmt, tmp=None):
     t, f = start_ready(spawn, ["ruby", GROWTH_RB])
     leak = f"{GROWTH_RB}:{f['leak_line']}"
     cache = f"{GROWTH_RB}:{f['cache_line']}"
-    p = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", str(WINDOW),
-                          f"--format={fmt}"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        err = []
-        for line in p.stderr:
-            err.append(line)
-            if "attached to" in line:
-                t.send("go")
-                break
-        out, rest = p.communicate(timeout=WINDOW + 60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 0, "".join(err) + rest
+    rc, out, err = during_window([ATTACH, "-p", str(t.pid), "-d", str(WINDOW),
+                                  f"--format={fmt}"], t.pid,
+                                 lambda: t.send("go"))
+    assert rc == 0, err
     rc, lines, _ = t.finish()
     assert rc == 0
     _, leaked, seconds = lines[-1].split()
