@@ -1,8 +1,9 @@
 """Issue 19 item 6's CLI papercuts: -o refuses to overwrite without
 --force and says where it wrote; a report that cannot be written after the
-window goes to stdout with an exit code of its own (15); kernel threads,
-zombies and static binaries get one line of cause and one of fix; and
-MWRAP=dump_fd:1 writes the dump after the program's own buffered stdout."""
+window goes to stdout with an exit code of its own (15); a static binary
+gets one line of cause and one of fix (kernel threads and zombies: in
+safety/test_bad_input.py); and MWRAP=dump_fd:1 writes the dump after the
+program's own buffered stdout."""
 import os
 import re
 import shutil
@@ -123,55 +124,6 @@ def test_the_io_exit_code_is_documented():
 
 
 # --- targets that cannot be attached ----------------------------------------
-
-def kernel_thread():
-    """A kernel thread we can see (PF_KTHREAD in /proc/PID/stat), or None."""
-    for name in sorted(os.listdir("/proc"), key=lambda n: (len(n), n)):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(") ", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[6]) & 0x00200000:
-            return int(name)
-    return None
-
-
-def test_a_kernel_thread_gets_its_cause_and_fix():
-    pid = kernel_thread()
-    if pid is None:
-        pytest.skip("no kernel thread visible in this PID namespace")
-    with open(f"/proc/{pid}/comm") as f:
-        comm = f.read().strip()
-    p = attach(["-p", str(pid), "-d", "1"])
-    assert p.returncode == 3, p.stderr
-    assert p.stderr == (f"mwrap-attach: process {pid} is a kernel thread ({comm}): "
-                        "it has no user space to load a library into\n"
-                        "mwrap-attach: attach to a user-space process "
-                        "(ps -ef shows kernel threads in [brackets])\n")
-
-
-def test_a_zombie_gets_its_cause_and_fix():
-    z = subprocess.Popen(["true"])     # not waited for: our zombie child
-    try:
-        for _ in range(500):
-            with open(f"/proc/{z.pid}/stat") as f:
-                if f.read().rsplit(") ", 1)[1].startswith("Z"):
-                    break
-            time.sleep(0.01)
-        p = attach(["-p", str(z.pid), "-d", "1"])
-        assert p.returncode == 3, p.stderr
-        with open("/proc/self/comm") as f:
-            me = f.read().strip()
-        assert p.stderr == (f"mwrap-attach: process {z.pid} is a zombie: it has exited, "
-                            f"and its parent {os.getpid()} ({me}) has not reaped it\n"
-                            "mwrap-attach: there is nothing left to attach to: "
-                            "attach to a live process (ps -ef)\n")
-    finally:
-        z.wait(timeout=10)
-
 
 @needs_ptrace
 def test_a_static_binary_gets_its_cause_and_fix(spawn, tmp):

@@ -38,8 +38,14 @@ def test_kernel_thread():
     pid = kernel_thread()               # kthreadd (2) on a host
     if pid is None:
         pytest.skip("no kernel thread in this pid namespace (a container)")
+    with open(f"/proc/{pid}/comm") as f:
+        comm = f.read().strip()
     p = attach(["-p", str(pid)])
-    assert p.returncode == 2 and "kernel thread" in p.stderr
+    assert p.returncode == 3, p.stderr
+    assert p.stderr == (f"mwrap-attach: process {pid} is a kernel thread ({comm}): "
+                        "it has no user space to load a library into\n"
+                        "mwrap-attach: attach to a user-space process "
+                        "(ps -ef shows kernel threads in [brackets])\n")
 
 
 def test_zombie():
@@ -52,7 +58,13 @@ def test_zombie():
         time.sleep(0.01)
     try:
         p = attach(["-p", str(child.pid)])
-        assert p.returncode == 3 and "zombie" in p.stderr
+        assert p.returncode == 3, p.stderr
+        with open("/proc/self/comm") as f:
+            me = f.read().strip()
+        assert p.stderr == (f"mwrap-attach: process {child.pid} is a zombie: it has exited, "
+                            f"and its parent {os.getpid()} ({me}) has not reaped it\n"
+                            "mwrap-attach: there is nothing left to attach to: "
+                            "attach to a live process (ps -ef)\n")
     finally:
         child.wait()
 
