@@ -21,6 +21,10 @@ GARBAGE_N, LEAK_N = 200, 50     # 3.2 MiB of garbage, 800 KiB of leak:
                                 # Ruby's own comes in the window
 
 
+# Ruby 3.3 grows the array that keeps the leak on the leak's line
+ARRAY_SLACK = 4096
+
+
 def window(spawn, extra):
     """A 3 s window over garbage.rb in which it makes GARBAGE_N strings of
     garbage and keeps LEAK_N strings: (header, sites, stderr, the two
@@ -51,7 +55,7 @@ def test_without_gc_the_garbage_outranks_the_leak(spawn):
     assert ranked(sites)[0]["location"] == garbage
     # every string still there (none collected), within 2%
     assert sites[garbage]["live_bytes"] >= 0.98 * GARBAGE_N * SIZE
-    assert sites[leak]["live_bytes"] == LEAK_N * SIZE
+    assert LEAK_N * SIZE <= sites[leak]["live_bytes"] <= LEAK_N * SIZE + ARRAY_SLACK
 
 
 def test_gc_moves_the_garbage_out_of_the_top(spawn):
@@ -67,7 +71,7 @@ def test_gc_moves_the_garbage_out_of_the_top(spawn):
         assert g["total_bytes"] >= GARBAGE_N * SIZE
     assert g["live_bytes"] <= 2 * SIZE, g
     # the leak keeps every byte
-    assert sites[leak]["live_bytes"] == LEAK_N * SIZE
+    assert LEAK_N * SIZE <= sites[leak]["live_bytes"] <= LEAK_N * SIZE + ARRAY_SLACK
     assert "--gc" not in err     # no warning
 
 

@@ -44,12 +44,12 @@ def test_json_series_tells_a_leak_from_a_cache(spawn):
     assert series["t"] == sorted(series["t"])
     assert len(series["sites"][leak]) == len(series["t"])
     # the cache whole (40 x 100,000 B: the window opened at "go"), the
-    # leak in strings of 20,000 B each, each beside at most two small
-    # blocks (the array that keeps the strings: Ruby 3.3 grows it there)
-    assert 4_000_000 <= sites[cache]["live_bytes"] <= 4_000_000 + 2 * 4096
-    assert 40 <= sites[cache]["live_count"] <= 42
+    # leak in strings of 20,000 B each; beside them only small blocks
+    # (Ruby 3.3 grows the arrays that keep them on the same lines)
+    assert 4_000_000 <= sites[cache]["live_bytes"] < 4_000_000 + 20_000
+    assert sites[cache]["live_count"] >= 40
     n = sites[leak]["live_count"]
-    assert 20_000 * (n - 2) <= sites[leak]["live_bytes"] <= 20_000 * n
+    assert 20_000 * (n - 10) <= sites[leak]["live_bytes"] <= 20_000 * n
     assert sites[leak]["growth"] == "rising"
     assert sites[cache]["growth"] == "levelled"
     # the leak's slope is its own rate (bytes kept / seconds run), within
