@@ -143,6 +143,7 @@ module MwrapReport
     end
     out << net_change_line(h) if h.key?("net_change_bytes")
     out << growth_line(series) if series && !series.empty?
+    out << gc_line(h) if h["gc"]
     if h["sample_bytes"].to_i.positive?
       out << "figures are estimates: about one allocation in every #{human(h['sample_bytes'])} " \
              "was recorded, and scaled"
@@ -164,6 +165,15 @@ module MwrapReport
     format("net change %s%s: tracked live %s, less %d blocks from before the window freed (%s)",
            net.negative? ? "-" : "+", human(net.abs), human(h["tracked_live_bytes"]),
            h["unknown_frees"].to_i, human(h["unknown_freed_bytes"]))
+  end
+
+  # What --gc did, from the header fields mwrap-attach's ControlClient set.
+  def self.gc_line(h)
+    return "no GC before this dump (--gc: #{h['gc_error']})" unless h["gc"] == "ran"
+
+    format("full GC (GC.start) run at a Ruby safe point before this dump, in %.1f ms: " \
+           "tracked live %s before, %s after",
+           h["gc_ms"].to_f, human(h["gc_live_before_bytes"].to_i), human(h["gc_live_after_bytes"].to_i))
   end
 
   # All tracked live bytes over the window, from its series.

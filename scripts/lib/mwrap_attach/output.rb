@@ -79,23 +79,7 @@ module MwrapAttach
       return MwrapPprof.profile(dump, sites) if format == "pprof"
       return MwrapHtml.page(dump, sites, window: window) if format == "html"
 
-      title = "sites ranked by live bytes grown during the window:"
-      gc = gc_line(dump.header)
-      MwrapReport.text(dump, sites, window: window, title: gc ? "#{gc}\n#{title}" : title)
-    end
-
-    # What --gc did, from the header fields ControlClient#run_gc set; nil
-    # without --gc.
-    def self.gc_line(h)
-      case h["gc"]
-      when "ran"
-        format("full GC (GC.start) run at a Ruby safe point before this dump, in %.1f ms: " \
-               "tracked live %s before, %s after",
-               h["gc_ms"].to_f, MwrapReport.human(h["gc_live_before_bytes"].to_i),
-               MwrapReport.human(h["gc_live_after_bytes"].to_i))
-      when "not run"
-        "no GC before this dump (--gc: #{h['gc_error']})"
-      end
+      MwrapReport.text(dump, sites, window: window, title: "sites ranked by live bytes grown during the window:")
     end
   end
 end
