@@ -130,9 +130,13 @@ def test_front_end_death_mid_window_detaches_the_target(spawn, sig, n):
     injection): the target detaches itself within seconds, and the next
     mwrap-attach works."""
     t, line, _ = start_leak(spawn)
+    # a front end under nohup (SIGHUP ignored, as a harness may run us)
+    # would rightly survive the HUP: give it the default a terminal's has
     p = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "300"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         start_new_session=True)
+                         start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP,
+                                                          signal.SIG_DFL))
     try:
         if sig == "INT-early":
             assert wait_injector(p.pid), "mwrap-inject never ran"
