@@ -15,6 +15,9 @@ module MwrapReport
   Dump = Struct.new(:header, :sites, :scan, :objects, :series, keyword_init: true)
 
   SORT_KEYS = %w[live total allocations frees lifespan].freeze
+  # How sites are grouped (--group): by innermost line (the dump's
+  # location, the default), by whole stack (--stacks dumps), by file.
+  GROUPS = %w[line stack file].freeze
 
   # Parses a dump file's text; raises ArgumentError on anything else.
   def self.parse(text, name = "dump")

@@ -15,6 +15,9 @@ module MwrapAttach
       # --force: -o may overwrite an existing file (set by the command
       # line, before any report is written).
       attr_accessor :force
+      # --group and --focus: how sites are grouped in the report
+      # ({ group: "line"|"stack"|"file", focus: PREFIX or nil }).
+      attr_accessor :view
     end
 
     # Fails now, before touching any process, if FILE cannot be written
