@@ -91,3 +91,72 @@ def test_report_reads_in_1400_px(tmp):
     shot = tmp / "report.png"
     p = chromium([f"--screenshot={shot}", "--window-size=1400,900", f"file://{page}"], tmp)
     assert p.returncode == 0 and shot.stat().st_size > 5000
+
+
+# --stacks: the gem helper's line called from two application lines
+APP_RB = "/srv/app/app/controllers/uploads_controller.rb"
+HELPER_RB = "/srv/app/vendor/bundle/gems/gemlike-1.0/lib/gemlike/helper.rb"
+
+
+def stack_site(stack, live):
+    s = site(stack[0].split(" in ")[0], live, live, live // 1024, live // 1024)
+    s["stack"] = stack
+    return s
+
+
+STACK_SITES = [
+    stack_site([f"{HELPER_RB}:9 in remember", f"{APP_RB}:13 in handle_upload",
+                f"{APP_RB}:40 in block in serve", f"{APP_RB}:38 in serve"], 6291456),
+    stack_site([f"{HELPER_RB}:9 in remember", f"{APP_RB}:18 in handle_ping",
+                f"{APP_RB}:41 in block in serve", f"{APP_RB}:38 in serve"], 629146),
+    site("/lib/x86_64-linux-gnu/libz.so.1(+0x3a1c)[0x7f00aa003a1c]", 1048576, 1048576, 4, 4)]
+
+FRAMES = """<script>
+var out = [];
+document.querySelectorAll("#icicle g.frame").forEach(function (g) {
+  var r = g.querySelector("rect").getBoundingClientRect();
+  out.push([g.querySelector("title").textContent, Math.round(r.left), Math.round(r.top),
+            Math.round(r.width)]);
+});
+document.body.dataset.frames = JSON.stringify(out);
+document.body.dataset.pageWidth = document.documentElement.scrollWidth;
+</script></body>"""
+
+
+def test_icicle_graph_of_live_bytes_by_stack(tmp):
+    dump = tmp / "stacks.json"
+    header = {"type": "header", "version": "0.1", "pid": 4343, "seconds": 30, "sample_bytes": 0}
+    dump.write_text("".join(json.dumps(r) + "\n" for r in [header] + STACK_SITES))
+    page = tmp / "stacks.html"
+    p = run([REPORT, "--format", "html", "-o", str(page), str(dump)])
+    assert p.returncode == 0, p.stderr
+    html = page.read_text()
+    assert "<h2>Live bytes by stack</h2>" in html and "<script src" not in html
+    measured = tmp / "stacks-measured.html"
+    measured.write_text(html.replace("</body>", FRAMES))
+    p = chromium(["--window-size=1400,900", "--dump-dom", f"file://{measured}"], tmp)
+    assert p.returncode == 0, p.stderr
+    import html as htmllib
+    m = re.search(r'data-frames="([^"]*)"', p.stdout)
+    frames = {t.split(": ")[0]: (x, y, w) for t, x, y, w in json.loads(htmllib.unescape(m.group(1)))}
+    assert int(re.search(r'data-page-width="(\d+)"', p.stdout).group(1)) <= 1400
+    # the outermost frame on top, as wide as all the stacks' live bytes
+    top = frames[f"{APP_RB}:38 in serve"]
+    up = frames[f"{APP_RB}:13 in handle_upload"]
+    ping = frames[f"{APP_RB}:18 in handle_ping"]
+    assert top[2] >= 1195 and up[1] > top[1] and ping[1] == up[1]
+    # widths in proportion to live bytes (10:1), the uploads first
+    assert abs(up[2] / ping[2] - 10) < 0.5 and up[0] < ping[0]
+    # the helper's frame is drawn under each caller, innermost at the bottom
+    assert frames[f"{HELPER_RB}:9 in remember"][1] > up[1]
+    # hover text: the frame, its exact bytes and share
+    assert f"{APP_RB}:13 in handle_upload: 6,291,456 bytes (90.9%)" in htmllib.unescape(p.stdout)
+    # no stacks, no graph
+    plain = tmp / "plain.json"
+    plain.write_text("".join(json.dumps(r) + "\n" for r in [header] + SITES))
+    p = run([REPORT, "--format", "html", str(plain)])
+    assert p.returncode == 0 and "icicle" not in p.stdout
+
+    shot = tmp / "icicle.png"
+    p = chromium([f"--screenshot={shot}", "--window-size=1400,900", f"file://{page}"], tmp)
+    assert p.returncode == 0 and shot.stat().st_size > 5000

@@ -128,10 +128,16 @@ void mw_out_hex(struct mw_out *o, uint64_t v)
 
 void mw_out_json_str(struct mw_out *o, const char *s)
 {
+	mw_out_json_strn(o, s, strlen(s));
+}
+
+void mw_out_json_strn(struct mw_out *o, const char *s, size_t n)
+{
 	static const char digits[] = "0123456789abcdef";
+	const char *end = s + n;
 
 	mw_out_chr(o, '"');
-	for (; *s; s++) {
+	for (; s < end; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == '"' || c == '\\') {

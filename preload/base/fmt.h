@@ -38,6 +38,9 @@ void mw_out_hex(struct mw_out *o, uint64_t v);
 /* A JSON string literal, quotes included; bytes < 0x20, '"' and '\\'
  * escaped.  Context: as mw_out_init. */
 void mw_out_json_str(struct mw_out *o, const char *s);
+/* The same for the @n bytes at @s (which may hold NULs).  Context: as
+ * mw_out_json_str. */
+void mw_out_json_strn(struct mw_out *o, const char *s, size_t n);
 /* ,"@name":@v -- one more member of a JSON object.
  * Context: as mw_out_init. */
 void mw_out_json_u64(struct mw_out *o, const char *name, uint64_t v);

@@ -13,6 +13,7 @@ void mw_options_default(struct mw_options *o)
 	o->format = MW_FORMAT_TEXT;
 	o->sample = 0;
 	o->lease = 0;
+	o->stacks = 0;
 }
 
 int mw_options_want_dump(const struct mw_options *o)
@@ -124,6 +125,12 @@ int mw_options_parse(const char *s, struct mw_options *o,
 					    "bad sample size (0 to 2^40 bytes) in",
 					    s, len);
 			o->sample = num;
+		} else if (key_is(s, klen, "stacks")) {
+			if (parse_u64(val, vlen, &num) || num > MW_STACKS_MAX)
+				return fail(o, err, errlen,
+					    "bad stack depth (0 to 64 frames) in",
+					    s, len);
+			o->stacks = (unsigned)num;
 		} else if (key_is(s, klen, "lease")) {
 			if (parse_u64(val, vlen, &num) || num > 86400)
 				return fail(o, err, errlen,

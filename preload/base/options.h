@@ -8,6 +8,9 @@
  *   dump_format:F    text (mwrap's three columns, default) or json
  *   sample:BYTES     record about one allocation per BYTES bytes (Poisson
  *                    by bytes) and scale counts to estimates; 0 = all
+ *   stacks:N         a Ruby site is the chain of up to N Ruby frames
+ *                    (1 to MW_STACKS_MAX), innermost first; 0 = the
+ *                    innermost line only (default)
  *   lease:SECONDS    attach only: detach by itself unless a control
  *                    command arrives at least every SECONDS (a window
  *                    whose front end died); 0 (default) = no lease
@@ -32,7 +35,10 @@ struct mw_options {
 	enum mw_format format;
 	uint64_t sample;		/* mean bytes between samples; 0: all */
 	unsigned lease;			/* seconds; 0: none */
+	unsigned stacks;		/* Ruby frames per site; 0: one line */
 };
+
+#define MW_STACKS_MAX 64
 
 /* Context: any; no allocation. */
 void mw_options_default(struct mw_options *o);

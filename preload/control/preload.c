@@ -123,6 +123,7 @@ __attribute__((constructor)) static void mw_preload_init(void)
 	if (mw_options_want_dump(&preload_opts))
 		atexit(exit_dump);
 	mw_sample_bytes = preload_opts.sample;
+	mw_track_stacks = preload_opts.stacks;
 	mw_track_enable();
 	/* interposition covers malloc; heap pages need libruby's GOT */
 	if (mw_heap_init()) {

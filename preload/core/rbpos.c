@@ -39,6 +39,11 @@ static int vm_gone;
 static int (*profile_frames)(int start, int limit, uintptr_t *frames,
 			     int *lines);
 static uintptr_t (*frame_path)(uintptr_t frame);
+/* --stacks: rb_profile_frames and rb_profile_frame_label, on every
+ * Ruby (3.1 to 3.4 export them); NULL when absent */
+static int (*stack_frames)(int start, int limit, uintptr_t *frames,
+			   int *lines);
+static uintptr_t (*frame_label)(uintptr_t frame);
 static int (*native_thread_p)(void);
 #define PROFILE_DEPTH 8		/* C frames above the innermost Ruby one */
 #define PROFILE_FIRST 2		/* frames asked for first */
@@ -286,6 +291,9 @@ int mw_ruby_init(void)
 	*(void **)&gc_count = dlsym(RTLD_DEFAULT, "rb_gc_count");
 	if (!has_gvl || !gc_count)
 		return 0;
+	*(void **)&stack_frames = dlsym(RTLD_DEFAULT, "rb_profile_frames");
+	*(void **)&frame_label = dlsym(RTLD_DEFAULT, "rb_profile_frame_label");
+	*(void **)&frame_path = dlsym(RTLD_DEFAULT, "rb_profile_frame_path");
 	if (source_location && vm_ptr && find_ec_index((void *)has_gvl)) {
 		find_frames();
 	} else if (find_profile_api()) {
@@ -441,6 +449,45 @@ int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
 		return 0;
 	*path = p;
 	return 1;
+}
+
+int mw_ruby_stack(struct mw_ruby_stack *st, int max)
+{
+	/* C frames take places too: ask for some more than wanted */
+	uintptr_t frames[2 * MW_RUBY_STACK_MAX];
+	int lines[2 * MW_RUBY_STACK_MAX], n, i;
+
+	st->n = 0;
+	if (!stack_frames || !frame_path || !string_ptr)
+		return 0;
+	if (max > MW_RUBY_STACK_MAX)
+		max = MW_RUBY_STACK_MAX;
+	n = stack_frames(0, 2 * max, frames, lines);
+	for (i = 0; i < n && st->n < max; i++) {
+		if (lines[i] <= 0)
+			continue;
+		st->frame[st->n] = frames[i];
+		st->line[st->n++] = lines[i];
+	}
+	return st->n;
+}
+
+int mw_ruby_frame_names(uintptr_t frame, const char **path,
+			const char **label)
+{
+	volatile uintptr_t str = frame_path(frame);
+
+	if (!is_string(str))
+		return 0;
+	*path = string_ptr(&str);
+	*label = NULL;
+	if (frame_label) {
+		volatile uintptr_t lab = frame_label(frame);
+
+		if (is_string(lab))
+			*label = string_ptr(&lab);
+	}
+	return *path != NULL;
 }
 
 __attribute__((destructor)) static void ruby_exiting(void)

@@ -51,6 +51,31 @@ int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code);
 int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
 			 int *line);
 
+/* The calling thread's Ruby frames, innermost first, as Ruby's profiling
+ * API (rb_profile_frames, what stackprof reads from a signal handler)
+ * gives them: each frame's object (an iseq or a method entry: valid, and
+ * naming the same code, until the next GC) and its line.  Frames without
+ * a line (C methods) are left out. */
+#define MW_RUBY_STACK_MAX 64
+struct mw_ruby_stack {
+	int n;
+	int line[MW_RUBY_STACK_MAX];
+	uintptr_t frame[MW_RUBY_STACK_MAX];
+};
+
+/* Fills @st with at most @max (<= MW_RUBY_STACK_MAX) frames; returns
+ * st->n, 0 when Ruby gives none (or its profiling API is missing).
+ * Context: hook-safe, right after mw_ruby_pos returned 1 on this thread
+ * (it holds the GVL); never allocates. */
+int mw_ruby_stack(struct mw_ruby_stack *st, int max);
+
+/* The path and the label (the method's or block's name, NULL when Ruby
+ * has none) of a frame just returned by mw_ruby_stack: strings owned by
+ * Ruby, valid until the next GC compaction (copy them).  Returns 1, or 0
+ * when the frame has no path.  Context: as mw_ruby_stack. */
+int mw_ruby_frame_names(uintptr_t frame, const char **path,
+			const char **label);
+
 /* 1 if the calling thread has a Ruby execution context (and holds the
  * GVL when @need_gvl): it may then register a postponed job.
  * Context: async-signal-safe on threads that have run Ruby code (their

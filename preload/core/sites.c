@@ -90,6 +90,23 @@ struct addr_cache_entry {
 };
 static struct addr_cache_entry addr_cache[1u << ADDR_CACHE_BITS];
 
+/* --stacks: Ruby stacks seen: a hash of the frames' objects and lines
+ * -> site id, and the GC generation it was last found true in.  Ruby
+ * frees and moves code only in a GC, so within one generation a hit is
+ * the site; after a GC the frames are named again and compared with the
+ * site's text (no hash, no table walk), and a difference is a miss.
+ * Any thread holding the GVL writes it; @check (a hash of h, id and
+ * gen) makes a torn entry a miss. */
+#define STACK_CACHE_BITS 14
+struct stack_cache_entry {
+	uint64_t h;
+	uint32_t id, check;
+	uint64_t gen;
+};
+static struct stack_cache_entry stack_cache[1u << STACK_CACHE_BITS];
+/* The longest stack text kept; frames beyond it are dropped. */
+#define STACK_TEXT_MAX 4096
+
 /* Buckets: created with MIN_BUCKETS, grown by us (never by a worker
  * of liburcu's: with CDS_LFHT_AUTO_RESIZE, cds_lfht_new starts one and
  * aborts the process when it cannot, as under a tight RLIMIT_AS or a
@@ -287,6 +304,8 @@ static unsigned long hash_addr(uintptr_t addr)
 struct key {
 	const char *path;	/* NULL for an address key */
 	size_t pathlen;
+	const char *stack;	/* NULL for a one-line site */
+	size_t stacklen;
 	int line;
 	uintptr_t addr;
 	char linebuf[12];
@@ -298,16 +317,46 @@ static unsigned long key_location(struct key *k, const char *path,
 {
 	k->path = path;
 	k->pathlen = pathlen;
+	k->stack = NULL;
+	k->stacklen = 0;
 	k->line = line;
 	k->addr = 0;
 	k->linelen = mw_fmt_u64(k->linebuf, (uint64_t)(unsigned)line);
 	return hash_location(path, pathlen, line);
 }
 
+/* A stack key: its innermost path:line, and the whole text. */
+static unsigned long key_stack(struct key *k, const char *path,
+			       size_t pathlen, int line, const char *text,
+			       size_t textlen)
+{
+	uint64_t h = key_location(k, path, pathlen, line);
+	size_t i;
+
+	k->stack = text;
+	k->stacklen = textlen;
+	/* eight bytes a step: texts run to kilobytes */
+	for (i = 0; i + 8 <= textlen; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, text + i, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	for (; i < textlen; i++) {
+		h ^= (unsigned char)text[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= h >> 31;
+	return (unsigned long)(h * 0x94d049bb133111ebull);
+}
+
 static unsigned long key_addr(struct key *k, uintptr_t addr)
 {
 	k->path = NULL;
 	k->pathlen = 0;
+	k->stack = NULL;
+	k->stacklen = 0;
 	k->line = 0;
 	k->addr = addr;
 	k->linelen = 0;
@@ -321,6 +370,10 @@ static int match(struct cds_lfht_node *node, const void *arg)
 
 	if (!k->path)
 		return !s->key && s->addr == k->addr;
+	if (k->stack ? !s->stack || s->stacklen != k->stacklen ||
+			       memcmp(s->stack, k->stack, k->stacklen) :
+		       s->stack != NULL)
+		return 0;
 	return s->key && s->keylen == k->pathlen + 1 + k->linelen &&
 	       memcmp(s->key, k->path, k->pathlen) == 0 &&
 	       s->key[k->pathlen] == ':' &&
@@ -330,7 +383,8 @@ static int match(struct cds_lfht_node *node, const void *arg)
 /* Copies the key string; caller holds create_lock. */
 static char *keys_store_locked(const struct key *k)
 {
-	size_t need = k->pathlen + 1 + k->linelen + 1;
+	size_t need = k->pathlen + 1 + k->linelen + 1 +
+		      (k->stack ? k->stacklen + 1 : 0);
 	char *p;
 
 	if (need > keys_left) {
@@ -348,6 +402,12 @@ static char *keys_store_locked(const struct key *k)
 	memcpy(p, k->path, k->pathlen);
 	p[k->pathlen] = ':';
 	memcpy(p + k->pathlen + 1, k->linebuf, k->linelen + 1);
+	if (k->stack) {	/* after the key's NUL */
+		char *t = p + k->pathlen + 1 + k->linelen + 1;
+
+		memcpy(t, k->stack, k->stacklen);
+		t[k->stacklen] = '\0';
+	}
 	keys_cur += need;
 	keys_left -= need;
 	return p;
@@ -409,6 +469,10 @@ static struct mw_site *find_or_create(struct key *k, unsigned long hash)
 				s = NULL;
 			} else {
 				s->keylen = (uint32_t)strlen(s->key);
+				if (k->stack) {
+					s->stack = s->key + s->keylen + 1;
+					s->stacklen = (uint32_t)k->stacklen;
+				}
 				s->pathlen = (uint32_t)k->pathlen;
 				s->line = k->line;
 			}
@@ -590,5 +654,110 @@ struct mw_site *mw_site_for_addr(uintptr_t addr)
 		__atomic_store_n(&c->addr, addr, __ATOMIC_RELAXED);
 		__atomic_store_n(&c->id, s->id, __ATOMIC_RELAXED);
 	}
+	return s;
+}
+
+/* --- stacks ------------------------------------------------------------ */
+
+static uint64_t stack_hash(const struct mw_ruby_stack *st)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)st->n;
+	int i;
+
+	for (i = 0; i < st->n; i++) {
+		h = (h ^ st->frame[i]) * 0xbf58476d1ce4e5b9ull;
+		h = (h ^ (uint64_t)(unsigned)st->line[i]) * 0x94d049bb133111ebull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+static uint32_t stack_check(uint64_t h, uint32_t id, uint64_t gen)
+{
+	return (uint32_t)(((h ^ id ^ gen << 32 ^ gen >> 32) *
+			   0x9e3779b97f4a7c15ull) >> 32);
+}
+
+/* Appends @n bytes of @s at *@len in @buf (STACK_TEXT_MAX); 0 if they
+ * do not fit. */
+static int text_add(char *buf, size_t *len, const char *s, size_t n)
+{
+	if (*len + n >= STACK_TEXT_MAX)
+		return 0;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	return 1;
+}
+
+/* "path:line in label" for frame @i of @st, after a '\n' unless first;
+ * returns 0 (and leaves *@len as it was) when it has no path or does
+ * not fit. */
+static int text_frame(char *buf, size_t *len, const struct mw_ruby_stack *st,
+		      int i, const char **path0)
+{
+	const char *path, *label;
+	char num[12];
+	size_t at = *len;
+
+	if (!mw_ruby_frame_names(st->frame[i], &path, &label))
+		return 0;
+	if ((at && !text_add(buf, len, "\n", 1)) ||
+	    !text_add(buf, len, path, strlen(path)) ||
+	    !text_add(buf, len, ":", 1) ||
+	    !text_add(buf, len, num,
+		      mw_fmt_u64(num, (uint64_t)(unsigned)st->line[i])) ||
+	    (label && (!text_add(buf, len, " in ", 4) ||
+		       !text_add(buf, len, label, strlen(label))))) {
+		*len = at;
+		return 0;
+	}
+	if (i == 0)
+		*path0 = path;
+	return 1;
+}
+
+struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
+				  uint64_t gen)
+{
+	uint64_t h = stack_hash(st), seen;
+	struct stack_cache_entry *c =
+		&stack_cache[h >> (64 - STACK_CACHE_BITS)];
+	char text[STACK_TEXT_MAX];
+	const char *path0 = NULL;
+	struct mw_site *cached = NULL, *s;
+	struct key k;
+	size_t len = 0;
+	uint32_t id;
+	int i;
+
+	id = c->id;
+	seen = c->gen;
+	if (c->h == h && c->check == stack_check(h, id, seen)) {
+		cached = mw_site_get(id);
+		if (cached && !cached->stack)
+			cached = NULL;
+		if (cached && seen == gen)
+			return cached;
+	}
+	if (!text_frame(text, &len, st, 0, &path0))
+		return NULL;
+	for (i = 1; i < st->n; i++)
+		if (!text_frame(text, &len, st, i, &path0))
+			break;	/* the outer frames are dropped */
+	text[len] = '\0';
+	/* a GC ran since: still the same code? */
+	if (cached && cached->stacklen == len &&
+	    memcmp(cached->stack, text, len) == 0) {
+		s = cached;
+	} else {
+		s = find_or_create(&k, key_stack(&k, path0, strlen(path0),
+						 st->line[0], text, len));
+		if (!s)
+			return NULL;
+	}
+	c->h = h;
+	c->id = s->id;
+	c->gen = gen;
+	c->check = stack_check(h, s->id, gen);
 	return s;
 }

@@ -31,6 +31,11 @@ struct mw_site {
 	unsigned long hash;
 	uintptr_t addr;		/* caller address when key == NULL */
 	const char *key;	/* "path:line", NUL-terminated, or NULL */
+	/* --stacks: "path:line in label" per Ruby frame, innermost first
+	 * (its first frame's path:line is @key), '\n' between frames,
+	 * NUL-terminated; NULL for a one-line site */
+	const char *stack;
+	uint32_t stacklen;	/* strlen(stack) */
 	uint32_t keylen;	/* strlen(key) */
 	uint32_t pathlen;	/* bytes of key before ':' */
 	int line;
@@ -76,7 +81,19 @@ void mw_site_remember_pos(const struct mw_ruby_pos *pos,
  * Context: hook-safe. */
 void mw_sites_forget_positions(void);
 
+/* --stacks: the site for the Ruby frames @st (mw_ruby_stack, just taken
+ * on this thread, st->n > 0) in GC generation @gen.  A cache keyed on the
+ * frames' objects and lines answers while no GC ran (Ruby frees and
+ * moves code only in a GC); a miss names each frame (path, line, label)
+ * and looks the text up.  Returns NULL when the innermost frame has no
+ * path (the caller then falls back to the line) or the table is full.
+ * Context: hook-safe, on a thread holding the GVL, recursion guard
+ * raised; never allocates.  Uses about 5 KiB of the caller's stack. */
+struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
+				  uint64_t gen);
+
 /* Finds an existing site without creating one; NULL if absent.
+ * A location finds only the one-line site, never a stack's.
  * Context: not a hook. */
 struct mw_site *mw_site_find_location(const char *path, size_t pathlen,
 				      int line);

@@ -20,6 +20,8 @@ enum mw_age_unit mw_age_unit;
  * by readers (stats, the control server); a torn read is impossible on
  * x86-64 and a stale one only shifts "seconds" and a rate. */
 uint64_t mw_track_since_ns;
+/* Plain: set before tracking is enabled (as mw_sample_bytes). */
+unsigned mw_track_stacks;
 
 uint64_t mw_monotonic_ns(void)
 {
@@ -108,6 +110,16 @@ static struct mw_site *site_of(uintptr_t caller)
 
 	if (!mw_ruby_pos(&pos))
 		return mw_site_for_addr(caller);
+	if (mw_track_stacks) {
+		struct mw_ruby_stack st;
+
+		if (mw_ruby_stack(&st, (int)mw_track_stacks)) {
+			s = mw_site_for_stack(&st, __atomic_load_n(
+				&mw_ruby_generation, __ATOMIC_RELAXED));
+			if (s)
+				return s;
+		}
+	}
 	s = mw_site_for_pos(&pos);
 	if (s)
 		return s;

@@ -75,6 +75,11 @@ void mw_track_disable(void);
 /* Monotonic ns at the last enable or reset. */
 extern uint64_t mw_track_since_ns;
 
+/* --stacks (MWRAP=stacks:N): a Ruby allocation's site is its chain of up
+ * to this many Ruby frames (mw_site_for_stack); 0, its innermost line.
+ * Set before tracking is enabled, read by hooks. */
+extern unsigned mw_track_stacks;
+
 /* Context: any; async-signal-safe. */
 uint64_t mw_monotonic_ns(void);
 

@@ -137,6 +137,25 @@ static void scan_header_json(struct mw_out *o, const struct mw_scan *sc)
 	mw_out_str(o, "}\n");
 }
 
+/* --stacks: ,"stack":["path:line in label", ...], innermost first. */
+static void stack_json(struct mw_out *o, const char *t, size_t len)
+{
+	const char *end = t + len;
+
+	mw_out_str(o, ",\"stack\":[");
+	while (t < end) {
+		const char *nl = memchr(t, '\n', (size_t)(end - t));
+		const char *stop = nl ? nl : end;
+
+		mw_out_json_strn(o, t, (size_t)(stop - t));
+		if (!nl)
+			break;
+		mw_out_chr(o, ',');
+		t = nl + 1;
+	}
+	mw_out_chr(o, ']');
+}
+
 static void site_json(struct mw_out *o, const struct mw_site *s,
 		      const char *name, const struct mw_counts *c,
 		      const struct mw_scan *scan)
@@ -151,6 +170,8 @@ static void site_json(struct mw_out *o, const struct mw_site *s,
 	mw_out_json_u64(o, "live_count", mw_sub0(c->allocations, c->frees));
 	mw_out_json_u64(o, "age_total", c->age_total);
 	mw_out_json_u64(o, "max_lifespan", c->max_lifespan);
+	if (s->stack)
+		stack_json(o, s->stack, s->stacklen);
 	if (scan) {
 		static const struct mw_scan_site none;
 		const struct mw_scan_site *r =

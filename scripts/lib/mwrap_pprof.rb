@@ -16,6 +16,11 @@
 # symbolizer needs to try the binary's own symbols (`go tool pprof` reads
 # only Go symbol tables and keeps our names).  The dump records no build
 # IDs, so the mappings have none.
+#
+# A site recorded with --stacks is a sample of many locations, one per
+# Ruby frame ("path:line in label", innermost first, as pprof wants
+# them), each a function of that name whose Line record holds path and
+# line: `pprof -traces` shows the stacks, `-top -cum` ranks the callers.
 require "stringio"
 require "zlib"
 
@@ -50,6 +55,8 @@ module MwrapPprof
 
   NATIVE = /\A(.*)\((.*)\+0x(\h+)\)\[0x(\h+)\]\z/.freeze
   RUBY = /\A(.*):(\d+)\z/.freeze
+  # a --stacks frame
+  RUBY_FRAME = /\A(.+?):(\d+) in (.*)\z/m.freeze
   # Ruby sites' mapping: without one pprof says "Main binary filename not
   # available"; the brackets tell it there is nothing to symbolize.
   RUBY_MAPPING = "[ruby]"
@@ -60,7 +67,13 @@ module MwrapPprof
       @functions = {}
       @mappings = {}
       @locations = []
+      @location_ids = {}
       @body = +"".b
+    end
+
+    # The location of a site's name or a stack's frame, made once.
+    def location_of(name)
+      @location_ids[name] ||= location(name)
     end
 
     def str(s)
@@ -89,6 +102,9 @@ module MwrapPprof
         file, sym, off, addr = m[1], m[2], m[3].to_i(16), m[4].to_i(16)
         fn = function(sym.empty? ? "#{File.basename(file)}+0x#{m[3]}" : sym, "")
         @locations << [id, mapping(file, sym.empty? ? addr - off : nil, addr), addr, fn, 0]
+      elsif (m = RUBY_FRAME.match(site_name))
+        line = m[2].to_i
+        @locations << [id, mapping(RUBY_MAPPING, nil, 0), 0, function(site_name, m[1], line), line]
       elsif (m = RUBY.match(site_name))
         line = m[2].to_i
         @locations << [id, mapping(RUBY_MAPPING, nil, 0), 0, function(site_name, m[1], line), line]
@@ -98,8 +114,9 @@ module MwrapPprof
       id
     end
 
-    def sample(location_id, values)
-      @body << Wire.bytes(2, Wire.packed(1, [location_id]) + Wire.packed(2, values))
+    # location_ids: the leaf first
+    def sample(location_ids, values)
+      @body << Wire.bytes(2, Wire.packed(1, location_ids) + Wire.packed(2, values))
     end
 
     def encode(header)
@@ -115,7 +132,9 @@ module MwrapPprof
                       Wire.bytes(4, Wire.int(1, fn) + Wire.int(2, line)))
       end
       functions = @functions.map do |(name, file, line), id|
-        Wire.bytes(5, Wire.int(1, id) + Wire.int(2, str(name)) + Wire.int(3, str(name)) +
+        # pprof drops "<...>" from names as C++ template arguments
+        # (Ruby's "<main>", "<top (required)>"): shown as "[main]"
+        Wire.bytes(5, Wire.int(1, id) + Wire.int(2, str(name.tr("<>", "[]"))) + Wire.int(3, str(name)) +
                       Wire.int(4, str(file)) + Wire.int(5, line))
       end
       comments = []
@@ -136,7 +155,8 @@ module MwrapPprof
     b = Builder.new
     sites.each do |s|
       live = s[:live] || 0
-      b.sample(b.location(s[:location]), [s[:allocations], s[:total], s[:live_count] || 0, live])
+      frames = s[:stack] && !s[:stack].empty? ? s[:stack] : [s[:location]]
+      b.sample(frames.map { |f| b.location_of(f) }, [s[:allocations], s[:total], s[:live_count] || 0, live])
     end
     io = StringIO.new(+"".b)
     gz = Zlib::GzipWriter.new(io)

@@ -15,6 +15,9 @@ module MwrapReport
   Dump = Struct.new(:header, :sites, :scan, :objects, :series, keyword_init: true)
 
   SORT_KEYS = %w[live total allocations frees lifespan].freeze
+  # How sites are grouped (--group): by innermost line (the dump's
+  # location, the default), by whole stack (--stacks dumps), by file.
+  GROUPS = %w[line stack file].freeze
 
   # Parses a dump file's text; raises ArgumentError on anything else.
   def self.parse(text, name = "dump")
@@ -56,7 +59,75 @@ module MwrapReport
       max_lifespan: obj["max_lifespan"]&.to_i,
       scanned: obj["scanned_bytes"]&.to_i, unref: obj["unreferenced_bytes"]&.to_i,
       unref_count: obj["unreferenced_count"]&.to_i,
+      stack: obj["stack"].is_a?(Array) ? obj["stack"].map(&:to_s) : nil,
     }
+  end
+
+  # --- stacks (--stacks dumps): grouping and focus -------------------
+
+  FRAME = /\A(.+?):(\d+)(?: in (.*))?\z/m.freeze
+
+  # A frame's "path:line in label" as [path, line, label]; a native
+  # site's name as [name, nil, nil].
+  def self.frame_parts(frame)
+    m = FRAME.match(frame)
+    m ? [m[1], m[2].to_i, m[3]] : [frame, nil, nil]
+  end
+
+  # "path:line" of a frame (its label dropped).
+  def self.frame_location(frame)
+    path, line, = frame_parts(frame)
+    line ? "#{path}:#{line}" : frame
+  end
+
+  # The file of a location: "path:line" without its line, a native
+  # "lib.so(+0x12)[0x...]" without its offset.
+  def self.file_of(location)
+    location.sub(/:\d+\z/, "").sub(/\(\+0x\h+\)\[0x\h+\]\z/, "")
+  end
+
+  # A site's frames, innermost first: its stack, or its location alone.
+  def self.frames_of(site)
+    site[:stack] && !site[:stack].empty? ? site[:stack] : [site[:location]]
+  end
+
+  # With --focus PREFIX, the frames from the first whose path starts with
+  # PREFIX (the application's line that called into a gem); all of them
+  # when none does.
+  def self.focused(frames, focus)
+    return frames unless focus
+
+    i = frames.index { |f| frame_parts(f)[0].start_with?(focus) }
+    i ? frames[i..] : frames
+  end
+
+  # Sites regrouped as GROUP says: "line" (by the innermost line, or the
+  # focused one: a dump's own sites when it has no stacks and no focus is
+  # asked), "stack" (each stack, cut at the focus: rows keep :stack) or
+  # "file".  Figures are summed; max_lifespan is the largest.
+  def self.group(sites, group: "line", focus: nil)
+    return sites if group == "line" && !focus && sites.none? { |s| s[:stack] }
+
+    rows = {}
+    sites.each do |s|
+      frames = focused(frames_of(s), focus)
+      loc = s[:stack] || focus ? frame_location(frames.first) : s[:location]
+      key, name = case group
+                  when "stack" then [frames.join("\n"), loc]
+                  when "file" then [file_of(loc)] * 2
+                  else [loc] * 2
+                  end
+      m = rows[key] ||= { location: name, max_lifespan: nil, stack: group == "stack" && s[:stack] ? frames : nil }
+      SUMMED.each { |k| m[k] = (m[k] || 0) + s[k] unless s[k].nil? }
+      m[:max_lifespan] = [m[:max_lifespan], s[:max_lifespan]].compact.max
+    end
+    rows.values
+  end
+
+  # The title's words for a grouping.
+  def self.group_words(group, focus)
+    words = { "line" => "line", "stack" => "stack", "file" => "file" }.fetch(group)
+    focus ? "#{words}, named by the first frame under #{focus}" : words
   end
 
   # A site's live bytes nothing points to, scaled from the blocks the
@@ -211,6 +282,8 @@ module MwrapReport
       growth = series ? format("  %-22s", MwrapGrowth.words(series.trend_of(s[:location]), method(:human))) : ""
       out << format("%14s %6s %10s%s %14d %11d %11s %13s%s  %s\n", num(s[:live]), share, num(s[:live_count]),
                     unref, s[:total], s[:allocations], num(s[:frees]), mean, growth, s[:location])
+      # --group=stack: the callers, under the row
+      Array(s[:stack]).drop(1).each { |f| out << "#{' ' * 20}from #{f}\n" }
     end
     out << format("(%d of %d sites shown; %s live in all sites)\n", sites.size, dump.sites.size,
                   human(live_total))
@@ -260,7 +333,8 @@ module MwrapReport
                       "age_total" => s[:age_total], "max_lifespan" => s[:max_lifespan],
                       "scanned_bytes" => s[:scanned], "unreferenced_bytes" => s[:unref],
                       "unreferenced_count" => s[:unref_count],
-                      "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state] }.compact)
+                      "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state],
+                      "stack" => s[:stack] }.compact)
     end
     extra = [dump.scan, dump.objects].compact.map { |r| JSON.generate(r) }
     # the series last: readers of a header, then sites, meet it after them

@@ -38,6 +38,11 @@ static void test_valid(void)
 	ok(parse("sample:65536") == 0 && o.sample == 65536, "sample:65536");
 	ok(parse("sample:x") == -EINVAL && parse("sample:") == -EINVAL,
 	   "bad sample sizes refused");
+	ok(parse("stacks:16") == 0 && o.stacks == 16, "stacks:16");
+	ok(parse("stacks:64") == 0 && o.stacks == 64 && parse("stacks:0") == 0 &&
+		   o.stacks == 0, "stacks:64 and stacks:0");
+	ok(parse("stacks:65") == -EINVAL && parse("stacks:") == -EINVAL &&
+		   parse("stacks:-1") == -EINVAL, "bad stack depths refused");
 	ok(parse("lease:10") == 0 && o.lease == 10, "lease:10");
 	ok(parse("lease:86401") == -EINVAL && parse("lease:") == -EINVAL,
 	   "bad leases refused");

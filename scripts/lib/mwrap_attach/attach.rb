@@ -25,6 +25,7 @@ module MwrapAttach
       lib = Stage.library_for(target, o[:verbose])
       opts = []
       opts << "sample:#{o[:sample].to_i}" if o[:sample]
+      opts << "stacks:#{o[:stacks].to_i}" if o[:stacks]
       opts << "lease:#{ControlClient::LEASE_SECONDS}" unless o[:keep]
       interrupt, old_traps = Window.trap_interrupts unless o[:keep]
       t0 = Time.now

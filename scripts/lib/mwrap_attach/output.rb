@@ -15,6 +15,9 @@ module MwrapAttach
       # --force: -o may overwrite an existing file (set by the command
       # line, before any report is written).
       attr_accessor :force
+      # --group and --focus: how sites are grouped in the report
+      # ({ group: "line"|"stack"|"file", focus: PREFIX or nil }).
+      attr_accessor :view
     end
 
     # Fails now, before touching any process, if FILE cannot be written
@@ -73,13 +76,19 @@ module MwrapAttach
 
     # DUMP's sites ranked by live bytes, in FORMAT (text, json, pprof or
     # html); WINDOW is the window's length in seconds.
+    # Sites are grouped as --group and --focus say (Output.view); pprof
+    # keeps every stack as it was recorded.
     def self.render(dump, window, format)
-      sites = MwrapReport.select(dump.sites, sort: "live")
+      v = view || {}
+      group = v[:group] || "line"
+      return MwrapPprof.profile(dump, MwrapReport.select(dump.sites, sort: "live")) if format == "pprof"
+
+      sites = MwrapReport.select(MwrapReport.group(dump.sites, group: group, focus: v[:focus]), sort: "live")
       return MwrapReport.json(dump, sites) if format == "json"
-      return MwrapPprof.profile(dump, sites) if format == "pprof"
       return MwrapHtml.page(dump, sites, window: window) if format == "html"
 
-      MwrapReport.text(dump, sites, window: window, title: "sites ranked by live bytes grown during the window:")
+      by = group == "line" && !v[:focus] ? "" : " (by #{MwrapReport.group_words(group, v[:focus])})"
+      MwrapReport.text(dump, sites, window: window, title: "sites ranked by live bytes grown during the window#{by}:")
     end
   end
 end

@@ -1,0 +1,11 @@
+# A gem-like helper for tests/targets/stacks_app.rb: one line allocates
+# (and keeps) for every caller, so its innermost line alone says nothing
+# of who leaks.
+module GemLike
+  STORE = []
+  KEEP_LINE = __LINE__ + 3
+  # Keeps a string whose heap buffer is SIZE bytes (with its NUL).
+  def self.remember(size)
+    STORE << ("g" * (size - 1))
+  end
+end

@@ -1,0 +1,35 @@
+# --stacks target: a service whose leak is one gem-like helper
+# (gemlike/helper.rb) called from two application lines at very
+# different rates.  Prints "ready PID upload_line=N ping_line=N
+# keep_line=N", then obeys one command per line on stdin:
+#   serve R SIZE   R rounds of 10 uploads and 1 ping, each keeping SIZE
+#                  bytes through the helper
+# On EOF prints "bye N" and exits 0.
+$stdout.sync = true
+require_relative "gemlike/helper"
+
+UPLOAD_LINE = __LINE__ + 2
+def handle_upload(n, size)
+  n.times { GemLike.remember(size) }
+end
+
+PING_LINE = __LINE__ + 2
+def handle_ping(n, size)
+  n.times { GemLike.remember(size) }
+end
+
+puts "ready #{Process.pid} upload_line=#{UPLOAD_LINE} ping_line=#{PING_LINE} " \
+     "keep_line=#{GemLike::KEEP_LINE}"
+while (line = $stdin.gets)
+  cmd, *args = line.split
+  case cmd
+  when "serve"
+    size = Integer(args[1])
+    Integer(args[0]).times do
+      handle_upload(10, size)
+      handle_ping(1, size)
+    end
+    puts "served #{args[0]}"
+  end
+end
+puts "bye #{GemLike::STORE.size}"

@@ -1,0 +1,212 @@
+"""--stacks: a leak inside one gem-like helper (tests/targets/gemlike/
+helper.rb), called from two application lines of stacks_app.rb at rates
+10:1.  The innermost line is the helper's for both; with stacks the
+report (--focus, --group=stack) names each application line with its own
+bytes, attached and preloaded, and pprof shows the callers."""
+import json
+import os
+import shutil
+import subprocess
+import re
+import time
+
+import pytest
+
+from conftest import (MWRAP, ROOT, attach, helper_answered, parse_json_dump,
+                      ptrace_allowed, run, start_ready)
+
+APP = os.path.join(ROOT, "tests", "targets", "stacks_app.rb")
+HELPER = os.path.join(ROOT, "tests", "targets", "gemlike", "helper.rb")
+REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
+needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
+                                  reason=f"ptrace not permitted: {ptrace_allowed()}")
+
+# Beside each string the helper keeps, STORE's buffer grows (up to 8
+# bytes per element, on the helper's line, under whichever caller made it
+# grow): at most this many bytes per kept string, on either line.
+ARRAY_SLACK = 16
+
+
+def frame_is(frame, path, line, method):
+    """FRAME is "PATH:LINE in LABEL", LABEL naming METHOD or a block in
+    it: Ruby 3.1 names a block by its method's entry ("handle_upload"),
+    a block of top-level code "block in ...", 3.4 adds the class
+    ("Object#handle_upload")."""
+    return re.fullmatch(re.escape(f"{path}:{line} in ") +
+                        r"(block (\(\d+ levels\) )?in )?(\w+[#.])?" +
+                        re.escape(method), frame) is not None
+
+
+def start_app(spawn, **kw):
+    t, f = start_ready(spawn, ["ruby", APP], **kw)
+    return t, int(f["upload_line"]), int(f["ping_line"]), int(f["keep_line"])
+
+
+def report_rows(text):
+    """A JSON report's site rows, in its order."""
+    return [json.loads(l) for l in text.splitlines()
+            if l.strip() and json.loads(l)["type"] == "site"]
+
+
+def check_exact(rows, upload, ping, rounds, size):
+    """The two application lines first, apart and right: 10 and 1 kept
+    strings of SIZE bytes per round, within the array's slack."""
+    by_loc = {r["location"]: r for r in rows}
+    up, pi = by_loc[f"{APP}:{upload}"], by_loc[f"{APP}:{ping}"]
+    kept = 11 * rounds
+    assert up["live_bytes"] >= 10 * rounds * size, up
+    assert up["live_bytes"] <= 10 * rounds * size + ARRAY_SLACK * kept, up
+    assert pi["live_bytes"] >= rounds * size, pi
+    assert pi["live_bytes"] <= rounds * size + ARRAY_SLACK * kept, pi
+    # the uploads lead; among the application's lines the pings come next
+    # (preloaded, Ruby's own boot holds ~1.2 MiB at native sites)
+    assert rows[0] is up
+    assert [r["location"] for r in rows if r["location"].startswith(APP + ":")][:2] == \
+        [up["location"], pi["location"]]
+
+
+@needs_ptrace
+def test_attached_stacks_focus_names_the_application_lines(spawn):
+    t, upload, ping, keep = start_app(spawn)
+    # --sample=1: every allocation is recorded (p = 1 - exp(-size))
+    p = attach(["-p", str(t.pid), "--keep", "--stacks=8", "--sample=1"])
+    assert p.returncode == 0, p.stderr
+    rounds, size = 200, 10_000
+    t.send(f"serve {rounds} {size}")
+    t.expect("served", timeout=60)
+
+    # the raw dump: the helper's line, once per caller, with its stack
+    p = attach(["-p", str(t.pid), "--dump", "--format=json", "--group=stack"])
+    assert p.returncode == 0, p.stderr
+    rows = report_rows(p.stdout)
+    top = rows[:2]
+    assert [r["location"] for r in top] == [f"{HELPER}:{keep}"] * 2
+    assert frame_is(top[0]["stack"][0], HELPER, keep, "remember"), top[0]
+    assert frame_is(top[0]["stack"][1], APP, upload, "handle_upload"), top[0]
+    assert frame_is(top[1]["stack"][1], APP, ping, "handle_ping"), top[1]
+
+    # by line (the default): one row for the helper, both callers' bytes
+    p = attach(["-p", str(t.pid), "--dump", "--format=json"])
+    assert p.returncode == 0, p.stderr
+    rows = report_rows(p.stdout)
+    assert rows[0]["location"] == f"{HELPER}:{keep}"
+    assert rows[0]["live_bytes"] >= 11 * rounds * size
+
+    # --focus: the application's lines, ranked apart and right
+    p = attach(["-p", str(t.pid), "--dump", "--format=json",
+                "--focus", os.path.dirname(APP) + "/stacks_"])
+    assert p.returncode == 0, p.stderr
+    check_exact(report_rows(p.stdout), upload, ping, rounds, size)
+    p = attach(["-p", str(t.pid), "--dump", "--focus", APP])
+    assert p.returncode == 0, p.stderr
+    assert f"(by line, named by the first frame under {APP})" in p.stdout
+    locs = [l.split()[-1] for l in p.stdout.splitlines()
+            if l.split() and l.split()[-1].startswith(APP + ":")]
+    assert locs[:2] == [f"{APP}:{upload}", f"{APP}:{ping}"], p.stdout
+
+    p = attach(["-p", str(t.pid), "--detach"])
+    assert p.returncode == 0, p.stderr
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == [f"bye {11 * rounds}"]
+
+
+@needs_ptrace
+def test_stacks_window_is_sampled_and_still_ranks_the_callers(spawn, tmp):
+    """--stacks alone samples (one allocation per ~64 KiB): estimates,
+    ranked right, within the tolerance the sample sizes give."""
+    t, upload, ping, _ = start_app(spawn)
+    out = tmp / "r.json"
+    rounds, size = 100, 65_536
+    proc = subprocess.Popen([os.path.join(ROOT, "scripts", "mwrap-attach"),
+                             "-p", str(t.pid), "-d", "30", "--stacks",
+                             "--format=json", "--group=line", "--focus", APP,
+                             "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not helper_answered(t.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        t.send(f"serve {rounds} {size}")
+        t.expect("served", timeout=60)
+        proc.send_signal(2)	# Ctrl-C ends the window
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    header = json.loads(out.read_text().splitlines()[0])
+    assert header["sample_bytes"] == 65_536
+    rows = report_rows(out.read_text())
+    assert [r["location"] for r in rows[:2]] == [f"{APP}:{upload}", f"{APP}:{ping}"]
+    # 1,000 and 100 strings of 64 KiB, each recorded with p = 0.63: the
+    # estimates' relative deviations are about 2% and 8%
+    assert abs(rows[0]["live_bytes"] - 10 * rounds * size) <= 0.15 * 10 * rounds * size
+    assert abs(rows[1]["live_bytes"] - rounds * size) <= 0.40 * rounds * size
+    t.finish()
+
+
+def preload_dump(tmp, rounds, size, depth=8):
+    dump = tmp / "pre.json"
+    p = run([MWRAP, "ruby", APP], env={
+        "MWRAP": f"stacks:{depth},dump_format:json,dump_path:{dump}"},
+        input=f"serve {rounds} {size}\n", timeout=120)
+    assert p.returncode == 0, p.stderr
+    words = dict(w.split("=") for w in p.stdout.split() if "=" in w)
+    return dump, int(words["upload_line"]), int(words["ping_line"]), \
+        int(words["keep_line"])
+
+
+def test_preload_stacks_with_mwrap_report(tmp):
+    rounds, size = 100, 10_000
+    dump, upload, ping, keep = preload_dump(tmp, rounds, size)
+    _, sites = parse_json_dump(dump.read_text())
+    assert f"{HELPER}:{keep}" in sites
+    p = run([REPORT, "--format=json", "--focus", APP, str(dump)])
+    assert p.returncode == 0, p.stderr
+    check_exact(report_rows(p.stdout), upload, ping, rounds, size)
+    p = run([REPORT, "--group=stack", "--min", "900000", str(dump)])
+    assert p.returncode == 0, p.stderr
+    froms = [l.split("from ", 1)[1] for l in p.stdout.splitlines() if " from " in l]
+    assert any(frame_is(f, APP, upload, "handle_upload") for f in froms), p.stdout
+    assert any(frame_is(f, APP, ping, "handle_ping") for f in froms), p.stdout
+    p = run([REPORT, "--group=file", "--format=json", str(dump)])
+    assert p.returncode == 0, p.stderr
+    assert report_rows(p.stdout)[0]["location"] == HELPER
+    p = run([REPORT, "--group=nope", str(dump)])
+    assert p.returncode == 2 and "--group must be" in p.stderr
+
+
+def test_bad_stack_depths_are_refused(tmp):
+    p = run([MWRAP, "ruby", "-e", "1"], env={"MWRAP": "stacks:65"})
+    assert "bad stack depth" in p.stderr
+    p = attach(["-p", "1", "--stacks=0"])
+    assert p.returncode == 2 and "--stacks wants" in p.stderr
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="go not installed")
+def test_pprof_stacks_show_the_application_frames(tmp):
+    rounds, size = 100, 10_000
+    dump, upload, ping, keep = preload_dump(tmp, rounds, size)
+    prof = tmp / "p.pb.gz"
+    p = run([REPORT, "--format=pprof", "-o", str(prof), str(dump)])
+    assert p.returncode == 0, p.stderr
+    env = {"HOME": str(tmp), "PPROF_TMPDIR": str(tmp)}
+    p = run(["go", "tool", "pprof", "-traces", "-sample_index=inuse_space",
+             str(prof)], env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    # one trace per caller: the helper's frame, then the application's
+    traces = p.stdout.split("-----------+")
+    up = [tr for tr in traces if f"{APP}:{upload} in " in tr]
+    assert up and f"{HELPER}:{keep} in " in up[0], p.stdout
+    assert up[0].index("remember") < up[0].index("handle_upload")
+    p = run(["go", "tool", "pprof", "-top", "-cum", "-sample_index=inuse_space",
+             str(prof)], env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    names = [l.split(None, 5)[5] for l in p.stdout.splitlines()
+             if APP in l and len(l.split(None, 5)) == 6]
+    # by cumulative bytes: the uploads' frames before the pings'
+    first_up = min(i for i, n in enumerate(names) if "handle_upload" in n)
+    first_ping = min(i for i, n in enumerate(names) if "handle_ping" in n)
+    assert first_up < first_ping, names
