@@ -50,7 +50,10 @@ module MwrapAttach
     # when the target did not answer (no sample then).
     def self.sample(chan, series, t)
       top = chan.fetch_dump("top", top: SERIES_TOP)
-      series.add(t, top.header["tracked_live_bytes"].to_i, top.sites.to_h { |s| [s[:location], s[:live].to_i] })
+      # by location: with --stacks several sites (stacks) share one line
+      by_line = Hash.new(0)
+      top.sites.each { |s| by_line[s[:location]] += s[:live].to_i }
+      series.add(t, top.header["tracked_live_bytes"].to_i, by_line)
       top
     rescue Failure
       nil
