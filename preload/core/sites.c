@@ -55,29 +55,6 @@ struct loc_cache_entry {
 };
 static struct loc_cache_entry loc_cache[1u << LOC_CACHE_BITS];
 
-/* Ruby positions seen since Ruby last freed code we watch: (pc, iseq)
- * -> site id (see rbpos.h), in front of the location cache: a hit needs
- * neither the line (Ruby computes it by a search over the iseq's line
- * table) nor the path.  Direct-mapped, with twice as many entries as
- * there are sites (up to 2^20): it is replaced by a bigger one as sites
- * are added, and the old one is kept, as a reader may still hold it.
- * Written and read by threads holding the GVL; Ractors each have their
- * own, so an entry can be torn: @check, a hash of pc, iseq, id and
- * code_generation, makes a torn or outdated entry a miss. */
-#define POS_CACHE_MIN_BITS 12
-#define POS_CACHE_MAX_BITS 20
-struct pos_cache_entry {
-	uintptr_t pc;
-	uint32_t id, check;
-};
-struct pos_cache {
-	unsigned bits;
-	struct pos_cache_entry slot[];
-};
-static struct pos_cache *pos_cache;
-static uint64_t pos_cache_mapped;	/* bytes, every cache made */
-static uint32_t code_generation;
-
 /* Native callers seen recently: caller address -> site id, for threads
  * without the GVL (no Ruby location), which would otherwise enter an RCU
  * read section and walk the hash table on every allocation.  Any thread
@@ -89,23 +66,6 @@ struct addr_cache_entry {
 	uint32_t id;
 };
 static struct addr_cache_entry addr_cache[1u << ADDR_CACHE_BITS];
-
-/* --stacks: Ruby stacks seen: a hash of the frames' objects and lines
- * -> site id, and the GC generation it was last found true in.  Ruby
- * frees and moves code only in a GC, so within one generation a hit is
- * the site; after a GC the frames are named again and compared with the
- * site's text (no hash, no table walk), and a difference is a miss.
- * Any thread holding the GVL writes it; @check (a hash of h, id and
- * gen) makes a torn entry a miss. */
-#define STACK_CACHE_BITS 14
-struct stack_cache_entry {
-	uint64_t h;
-	uint32_t id, check;
-	uint64_t gen;
-};
-static struct stack_cache_entry stack_cache[1u << STACK_CACHE_BITS];
-/* The longest stack text kept; frames beyond it are dropped. */
-#define STACK_TEXT_MAX 4096
 
 /* Buckets: created with MIN_BUCKETS, grown by us (never by a worker
  * of liburcu's: with CDS_LFHT_AUTO_RESIZE, cds_lfht_new starts one and
@@ -262,8 +222,7 @@ uint64_t mw_sites_memory(void)
 	uint32_t n = mw_sites_count();
 
 	return ((uint64_t)(n + CHUNK - 1) / CHUNK) * CHUNK *
-		       sizeof(struct mw_site) + keys_mapped + mw_counts_memory() +
-	       __atomic_load_n(&pos_cache_mapped, __ATOMIC_RELAXED);
+		       sizeof(struct mw_site) + keys_mapped + mw_counts_memory();
 }
 
 void mw_sites_reset(void)
@@ -504,92 +463,6 @@ static inline uint32_t loc_slot(const char *path, int line)
 	return (uint32_t)(h >> (64 - LOC_CACHE_BITS));
 }
 
-static struct pos_cache_entry *pos_slot(struct pos_cache *cache,
-					 const struct mw_ruby_pos *pos)
-{
-	uint64_t h = (uint64_t)(pos->pc >> 3) * 0x9e3779b97f4a7c15ull;
-
-	return &cache->slot[h >> (64 - cache->bits)];
-}
-
-/* The cache to remember in: a bigger one once the sites outgrow it;
- * NULL when none can be mapped. */
-static struct pos_cache *pos_cache_for_sites(void)
-{
-	struct pos_cache *cur = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
-	uint64_t want = 2 * (uint64_t)mw_sites_count();
-	unsigned bits = POS_CACHE_MIN_BITS;
-	struct pos_cache *c;
-	size_t len;
-
-	if (cur && ((1u << cur->bits) >= want || cur->bits == POS_CACHE_MAX_BITS))
-		return cur;
-	while ((1u << bits) < want && bits < POS_CACHE_MAX_BITS)
-		bits++;
-	len = sizeof(*c) + sizeof(c->slot[0]) * ((size_t)1 << bits);
-	c = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (c == MAP_FAILED)
-		return cur;
-	c->bits = bits;
-	if (!__atomic_compare_exchange_n(&pos_cache, &cur, c, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		munmap(c, len);		/* another Ractor's came first */
-		return cur;
-	}
-	__atomic_add_fetch(&pos_cache_mapped, len, __ATOMIC_RELAXED);
-	return c;
-}
-
-static uint32_t pos_check(uintptr_t pc, uintptr_t iseq, uint32_t gen,
-			  uint32_t id)
-{
-	uint64_t h = (pc ^ (iseq << 1) ^ ((uint64_t)gen << 32 | id)) *
-		     0x9e3779b97f4a7c15ull;
-
-	return (uint32_t)(h >> 32);
-}
-
-struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos)
-{
-	struct pos_cache *cache = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
-	uint32_t gen = __atomic_load_n(&code_generation, __ATOMIC_ACQUIRE);
-	const struct pos_cache_entry *c;
-	uint32_t id;
-
-	if (!cache)
-		return NULL;
-	c = pos_slot(cache, pos);
-	id = c->id;
-	if (pos->pc && c->pc == pos->pc &&
-	    c->check == pos_check(pos->pc, pos->iseq, gen, id))
-		return mw_site_get(id);
-	return NULL;
-}
-
-void mw_site_remember_pos(const struct mw_ruby_pos *pos,
-			  const struct mw_site *s)
-{
-	uint32_t gen = __atomic_load_n(&code_generation, __ATOMIC_ACQUIRE);
-	struct pos_cache *cache;
-	struct pos_cache_entry *c;
-
-	if (!pos->pc || !s)
-		return;
-	cache = pos_cache_for_sites();
-	if (!cache)
-		return;
-	c = pos_slot(cache, pos);
-	c->pc = pos->pc;
-	c->id = s->id;
-	c->check = pos_check(pos->pc, pos->iseq, gen, s->id);
-}
-
-void mw_sites_forget_positions(void)
-{
-	__atomic_add_fetch(&code_generation, 1, __ATOMIC_ACQ_REL);
-}
-
 struct mw_site *mw_site_for_location(const char *path, int line)
 {
 	struct loc_cache_entry *c = &loc_cache[loc_slot(path, line)];
@@ -657,107 +530,11 @@ struct mw_site *mw_site_for_addr(uintptr_t addr)
 	return s;
 }
 
-/* --- stacks ------------------------------------------------------------ */
-
-static uint64_t stack_hash(const struct mw_ruby_stack *st)
+struct mw_site *mw_site_for_stack_text(const char *path, int line,
+				       const char *text, size_t len)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)st->n;
-	int i;
-
-	for (i = 0; i < st->n; i++) {
-		h = (h ^ st->frame[i]) * 0xbf58476d1ce4e5b9ull;
-		h = (h ^ (uint64_t)(unsigned)st->line[i]) * 0x94d049bb133111ebull;
-		h ^= h >> 29;
-	}
-	return h;
-}
-
-static uint32_t stack_check(uint64_t h, uint32_t id, uint64_t gen)
-{
-	return (uint32_t)(((h ^ id ^ gen << 32 ^ gen >> 32) *
-			   0x9e3779b97f4a7c15ull) >> 32);
-}
-
-/* Appends @n bytes of @s at *@len in @buf (STACK_TEXT_MAX); 0 if they
- * do not fit. */
-static int text_add(char *buf, size_t *len, const char *s, size_t n)
-{
-	if (*len + n >= STACK_TEXT_MAX)
-		return 0;
-	memcpy(buf + *len, s, n);
-	*len += n;
-	return 1;
-}
-
-/* "path:line in label" for frame @i of @st, after a '\n' unless first;
- * returns 0 (and leaves *@len as it was) when it has no path or does
- * not fit. */
-static int text_frame(char *buf, size_t *len, const struct mw_ruby_stack *st,
-		      int i, const char **path0)
-{
-	const char *path, *label;
-	char num[12];
-	size_t at = *len;
-
-	if (!mw_ruby_frame_names(st->frame[i], &path, &label))
-		return 0;
-	if ((at && !text_add(buf, len, "\n", 1)) ||
-	    !text_add(buf, len, path, strlen(path)) ||
-	    !text_add(buf, len, ":", 1) ||
-	    !text_add(buf, len, num,
-		      mw_fmt_u64(num, (uint64_t)(unsigned)st->line[i])) ||
-	    (label && (!text_add(buf, len, " in ", 4) ||
-		       !text_add(buf, len, label, strlen(label))))) {
-		*len = at;
-		return 0;
-	}
-	if (i == 0)
-		*path0 = path;
-	return 1;
-}
-
-struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
-				  uint64_t gen)
-{
-	uint64_t h = stack_hash(st), seen;
-	struct stack_cache_entry *c =
-		&stack_cache[h >> (64 - STACK_CACHE_BITS)];
-	char text[STACK_TEXT_MAX];
-	const char *path0 = NULL;
-	struct mw_site *cached = NULL, *s;
 	struct key k;
-	size_t len = 0;
-	uint32_t id;
-	int i;
 
-	id = c->id;
-	seen = c->gen;
-	if (c->h == h && c->check == stack_check(h, id, seen)) {
-		cached = mw_site_get(id);
-		if (cached && !cached->stack)
-			cached = NULL;
-		if (cached && seen == gen)
-			return cached;
-	}
-	if (!text_frame(text, &len, st, 0, &path0))
-		return NULL;
-	for (i = 1; i < st->n; i++)
-		if (!text_frame(text, &len, st, i, &path0))
-			break;	/* the outer frames are dropped */
-	text[len] = '\0';
-	/* a GC ran since: still the same code? */
-	if (cached && cached->stacklen == len &&
-	    memcmp(cached->stack, text, len) == 0) {
-		s = cached;
-	} else {
-		s = find_or_create(&k, key_stack(&k, path0, strlen(path0),
-						 st->line[0], text, len));
-		if (!s)
-			return NULL;
-	}
-	c->h = h;
-	c->id = s->id;
-	c->gen = gen;
-	c->check = stack_check(h, s->id, gen);
-	return s;
+	return find_or_create(&k, key_stack(&k, path, strlen(path), line,
+					    text, len));
 }

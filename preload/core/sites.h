@@ -67,30 +67,12 @@ int mw_sites_init(void);
 struct mw_site *mw_site_for_location(const char *path, int line);
 struct mw_site *mw_site_for_addr(uintptr_t addr);
 
-/* The site last remembered for this Ruby position, or NULL; and the
- * remembering, which the caller may do only once the code buffer the
- * position's pc lies in (mw_ruby_pos_code) is watched: that buffer's
- * free must reach mw_sites_forget_positions.  Context: hook-safe, on a
- * thread holding the GVL. */
-struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos);
-void mw_site_remember_pos(const struct mw_ruby_pos *pos,
-			  const struct mw_site *s);
-
-/* Forgets every remembered position: Ruby code was freed, or frees went
- * unseen (not tracking), or the watches are gone (reset).
- * Context: hook-safe. */
-void mw_sites_forget_positions(void);
-
-/* --stacks: the site for the Ruby frames @st (mw_ruby_stack, just taken
- * on this thread, st->n > 0) in GC generation @gen.  A cache keyed on the
- * frames' objects and lines answers while no GC ran (Ruby frees and
- * moves code only in a GC); a miss names each frame (path, line, label)
- * and looks the text up.  Returns NULL when the innermost frame has no
- * path (the caller then falls back to the line) or the table is full.
- * Context: hook-safe, on a thread holding the GVL, recursion guard
- * raised; never allocates.  Uses about 5 KiB of the caller's stack. */
-struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
-				  uint64_t gen);
+/* --stacks: finds or creates the site of a stack named @text (@len
+ * bytes, see struct mw_site's stack), whose innermost frame is
+ * @path:@line.  Returns NULL when the table is full or out of memory.
+ * Context: as mw_site_for_location (core/stacks.c's caller). */
+struct mw_site *mw_site_for_stack_text(const char *path, int line,
+				       const char *text, size_t len);
 
 /* Finds an existing site without creating one; NULL if absent.
  * A location finds only the one-line site, never a stack's.

@@ -4,8 +4,10 @@
 #include "core/live.h"
 #include "core/real.h"
 #include "core/rbpos.h"
+#include "core/poscache.h"
 #include "core/sample.h"
 #include "core/sites.h"
+#include "core/stacks.h"
 
 #include <errno.h>
 #include <time.h>
@@ -99,6 +101,19 @@ static int watch_code(const struct mw_ruby_pos *pos)
 	return r >= 0;
 }
 
+/* --stacks: the site of this thread's Ruby stack, or NULL (then its
+ * line's).  Out of line: its frame (the stack's 64 frames) stays off
+ * site_of's, which every tracked allocation takes. */
+static __attribute__((noinline)) struct mw_site *stack_site(void)
+{
+	struct mw_ruby_stack st;
+
+	if (!mw_ruby_stack(&st, (int)mw_track_stacks))
+		return NULL;
+	return mw_site_for_stack(&st, __atomic_load_n(&mw_ruby_generation,
+						      __ATOMIC_RELAXED));
+}
+
 /* The site of an allocation: its Ruby line when the thread runs Ruby
  * code, else its caller; NULL when the table cannot take a new one. */
 static struct mw_site *site_of(uintptr_t caller)
@@ -110,16 +125,8 @@ static struct mw_site *site_of(uintptr_t caller)
 
 	if (!mw_ruby_pos(&pos))
 		return mw_site_for_addr(caller);
-	if (mw_track_stacks) {
-		struct mw_ruby_stack st;
-
-		if (mw_ruby_stack(&st, (int)mw_track_stacks)) {
-			s = mw_site_for_stack(&st, __atomic_load_n(
-				&mw_ruby_generation, __ATOMIC_RELAXED));
-			if (s)
-				return s;
-		}
-	}
+	if (mw_track_stacks && (s = stack_site()))
+		return s;
 	s = mw_site_for_pos(&pos);
 	if (s)
 		return s;

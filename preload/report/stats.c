@@ -1,6 +1,7 @@
 /* stats.c - see stats.h */
 #include "report/stats.h"
 #include "core/live.h"
+#include "core/poscache.h"
 #include "core/track.h"
 
 #include <string.h>
@@ -46,5 +47,6 @@ void mw_stats_collect(struct mw_stats *st)
 	st->live_blocks = mw_live_count();
 	st->unknown_frees = mw_live_unknown();
 	st->dropped = mw_live_dropped + mw_sites_dropped;
-	st->memory_bytes = mw_live_memory() + mw_sites_memory();
+	st->memory_bytes = mw_live_memory() + mw_sites_memory() +
+			  mw_poscache_memory();
 }

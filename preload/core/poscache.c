@@ -1,0 +1,118 @@
+/* poscache.c - see poscache.h */
+#include "core/poscache.h"
+
+#include <sys/mman.h>
+
+/* Ruby positions seen since Ruby last freed code we watch: (pc, iseq)
+ * -> site id (see rbpos.h), in front of the location cache: a hit needs
+ * neither the line (Ruby computes it by a search over the iseq's line
+ * table) nor the path.  Direct-mapped, with twice as many entries as
+ * there are sites (up to 2^20): it is replaced by a bigger one as sites
+ * are added, and the old one is kept, as a reader may still hold it.
+ * Written and read by threads holding the GVL; Ractors each have their
+ * own, so an entry can be torn: @check, a hash of pc, iseq, id and
+ * code_generation, makes a torn or outdated entry a miss. */
+#define POS_CACHE_MIN_BITS 12
+#define POS_CACHE_MAX_BITS 20
+struct pos_cache_entry {
+	uintptr_t pc;
+	uint32_t id, check;
+};
+struct pos_cache {
+	unsigned bits;
+	struct pos_cache_entry slot[];
+};
+static struct pos_cache *pos_cache;
+static uint64_t pos_cache_mapped;	/* bytes, every cache made */
+static uint32_t code_generation;
+
+static struct pos_cache_entry *pos_slot(struct pos_cache *cache,
+					 const struct mw_ruby_pos *pos)
+{
+	uint64_t h = (uint64_t)(pos->pc >> 3) * 0x9e3779b97f4a7c15ull;
+
+	return &cache->slot[h >> (64 - cache->bits)];
+}
+
+/* The cache to remember in: a bigger one once the sites outgrow it;
+ * NULL when none can be mapped. */
+static struct pos_cache *pos_cache_for_sites(void)
+{
+	struct pos_cache *cur = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
+	uint64_t want = 2 * (uint64_t)mw_sites_count();
+	unsigned bits = POS_CACHE_MIN_BITS;
+	struct pos_cache *c;
+	size_t len;
+
+	if (cur && ((1u << cur->bits) >= want || cur->bits == POS_CACHE_MAX_BITS))
+		return cur;
+	while ((1u << bits) < want && bits < POS_CACHE_MAX_BITS)
+		bits++;
+	len = sizeof(*c) + sizeof(c->slot[0]) * ((size_t)1 << bits);
+	c = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return cur;
+	c->bits = bits;
+	if (!__atomic_compare_exchange_n(&pos_cache, &cur, c, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(c, len);		/* another Ractor's came first */
+		return cur;
+	}
+	__atomic_add_fetch(&pos_cache_mapped, len, __ATOMIC_RELAXED);
+	return c;
+}
+
+static uint32_t pos_check(uintptr_t pc, uintptr_t iseq, uint32_t gen,
+			  uint32_t id)
+{
+	uint64_t h = (pc ^ (iseq << 1) ^ ((uint64_t)gen << 32 | id)) *
+		     0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32);
+}
+
+struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos)
+{
+	struct pos_cache *cache = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
+	uint32_t gen = __atomic_load_n(&code_generation, __ATOMIC_ACQUIRE);
+	const struct pos_cache_entry *c;
+	uint32_t id;
+
+	if (!cache)
+		return NULL;
+	c = pos_slot(cache, pos);
+	id = c->id;
+	if (pos->pc && c->pc == pos->pc &&
+	    c->check == pos_check(pos->pc, pos->iseq, gen, id))
+		return mw_site_get(id);
+	return NULL;
+}
+
+void mw_site_remember_pos(const struct mw_ruby_pos *pos,
+			  const struct mw_site *s)
+{
+	uint32_t gen = __atomic_load_n(&code_generation, __ATOMIC_ACQUIRE);
+	struct pos_cache *cache;
+	struct pos_cache_entry *c;
+
+	if (!pos->pc || !s)
+		return;
+	cache = pos_cache_for_sites();
+	if (!cache)
+		return;
+	c = pos_slot(cache, pos);
+	c->pc = pos->pc;
+	c->id = s->id;
+	c->check = pos_check(pos->pc, pos->iseq, gen, s->id);
+}
+
+void mw_sites_forget_positions(void)
+{
+	__atomic_add_fetch(&code_generation, 1, __ATOMIC_ACQ_REL);
+}
+
+uint64_t mw_poscache_memory(void)
+{
+	return __atomic_load_n(&pos_cache_mapped, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,123 @@
+/* stacks.c - see stacks.h */
+#include "core/stacks.h"
+#include "base/fmt.h"
+
+#include <string.h>
+
+/* --stacks: Ruby stacks seen: a hash of the frames' objects and lines
+ * -> site id, and the GC generation it was last found true in.  Ruby
+ * frees and moves code only in a GC, so within one generation a hit is
+ * the site; after a GC the frames are named again and compared with the
+ * site's text (no hash, no table walk), and a difference is a miss.
+ * Any thread holding the GVL writes it; @check (a hash of h, id and
+ * gen) makes a torn entry a miss. */
+#define STACK_CACHE_BITS 14
+struct stack_cache_entry {
+	uint64_t h;
+	uint32_t id, check;
+	uint64_t gen;
+};
+static struct stack_cache_entry stack_cache[1u << STACK_CACHE_BITS];
+/* The longest stack text kept; frames beyond it are dropped. */
+#define STACK_TEXT_MAX 4096
+
+static uint64_t stack_hash(const struct mw_ruby_stack *st)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)st->n;
+	int i;
+
+	for (i = 0; i < st->n; i++) {
+		h = (h ^ st->frame[i]) * 0xbf58476d1ce4e5b9ull;
+		h = (h ^ (uint64_t)(unsigned)st->line[i]) * 0x94d049bb133111ebull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+static uint32_t stack_check(uint64_t h, uint32_t id, uint64_t gen)
+{
+	return (uint32_t)(((h ^ id ^ gen << 32 ^ gen >> 32) *
+			   0x9e3779b97f4a7c15ull) >> 32);
+}
+
+/* Appends @n bytes of @s at *@len in @buf (STACK_TEXT_MAX); 0 if they
+ * do not fit. */
+static int text_add(char *buf, size_t *len, const char *s, size_t n)
+{
+	if (*len + n >= STACK_TEXT_MAX)
+		return 0;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	return 1;
+}
+
+/* "path:line in label" for frame @i of @st, after a '\n' unless first;
+ * returns 0 (and leaves *@len as it was) when it has no path or does
+ * not fit. */
+static int text_frame(char *buf, size_t *len, const struct mw_ruby_stack *st,
+		      int i, const char **path0)
+{
+	const char *path, *label;
+	char num[12];
+	size_t at = *len;
+
+	if (!mw_ruby_frame_names(st->frame[i], &path, &label))
+		return 0;
+	if ((at && !text_add(buf, len, "\n", 1)) ||
+	    !text_add(buf, len, path, strlen(path)) ||
+	    !text_add(buf, len, ":", 1) ||
+	    !text_add(buf, len, num,
+		      mw_fmt_u64(num, (uint64_t)(unsigned)st->line[i])) ||
+	    (label && (!text_add(buf, len, " in ", 4) ||
+		       !text_add(buf, len, label, strlen(label))))) {
+		*len = at;
+		return 0;
+	}
+	if (i == 0)
+		*path0 = path;
+	return 1;
+}
+
+struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
+				  uint64_t gen)
+{
+	uint64_t h = stack_hash(st), seen;
+	struct stack_cache_entry *c =
+		&stack_cache[h >> (64 - STACK_CACHE_BITS)];
+	char text[STACK_TEXT_MAX];
+	const char *path0 = NULL;
+	struct mw_site *cached = NULL, *s;
+	size_t len = 0;
+	uint32_t id;
+	int i;
+
+	id = c->id;
+	seen = c->gen;
+	if (c->h == h && c->check == stack_check(h, id, seen)) {
+		cached = mw_site_get(id);
+		if (cached && !cached->stack)
+			cached = NULL;
+		if (cached && seen == gen)
+			return cached;
+	}
+	if (!text_frame(text, &len, st, 0, &path0))
+		return NULL;
+	for (i = 1; i < st->n; i++)
+		if (!text_frame(text, &len, st, i, &path0))
+			break;	/* the outer frames are dropped */
+	text[len] = '\0';
+	/* a GC ran since: still the same code? */
+	if (cached && cached->stacklen == len &&
+	    memcmp(cached->stack, text, len) == 0) {
+		s = cached;
+	} else {
+		s = mw_site_for_stack_text(path0, st->line[0], text, len);
+		if (!s)
+			return NULL;
+	}
+	c->h = h;
+	c->id = s->id;
+	c->gen = gen;
+	c->check = stack_check(h, s->id, gen);
+	return s;
+}

@@ -1,0 +1,24 @@
+/* stacks.h - the site of a Ruby stack (--stacks, MWRAP=stacks:N): a
+ * cache from the frames just taken (mw_ruby_stack) to their site, and
+ * the naming of the frames ("path:line in label" each) on a miss.
+ */
+#ifndef MW_STACKS_H
+#define MW_STACKS_H
+
+#include <stdint.h>
+
+#include "core/rbpos.h"
+#include "core/sites.h"
+
+/* --stacks: the site for the Ruby frames @st (mw_ruby_stack, just taken
+ * on this thread, st->n > 0) in GC generation @gen.  A cache keyed on the
+ * frames' objects and lines answers while no GC ran (Ruby frees and
+ * moves code only in a GC); a miss names each frame (path, line, label)
+ * and looks the text up.  Returns NULL when the innermost frame has no
+ * path (the caller then falls back to the line) or the table is full.
+ * Context: hook-safe, on a thread holding the GVL, recursion guard
+ * raised; never allocates.  Uses about 5 KiB of the caller's stack. */
+struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
+				  uint64_t gen);
+
+#endif
