@@ -51,22 +51,28 @@ def sorted_heads(dom):
             for m in re.finditer(r'<th data-col="(\w+)"[^>]*class="sorted"[^>]*>', dom)]
 
 
-def test_report_reads_in_1400_px(tmp):
-    dump = tmp / "gem.json"
+def page_in_chromium(tmp, name, sites, script):
+    """SITES as mwrap-report's HTML page, and its DOM in a 1400 px wide
+    headless chromium after SCRIPT (which ends with </body>) ran in it:
+    (the page's HTML, the DOM)."""
+    dump = tmp / f"{name}.json"
     header = {"type": "header", "version": "0.1", "pid": 4242, "seconds": 30, "sample_bytes": 0}
-    dump.write_text("".join(json.dumps(r) + "\n" for r in [header] + SITES))
-    page = tmp / "report.html"
+    dump.write_text("".join(json.dumps(r) + "\n" for r in [header] + sites))
+    page = tmp / f"{name}.html"
     p = run([REPORT, "--format", "html", "-o", str(page), str(dump)])
     assert p.returncode == 0, p.stderr
     html = page.read_text()
-    assert not re.search(r'(src|href)="(https?:)?//', html)
-    assert "<script src" not in html and "<link" not in html
-
-    measured = tmp / "measured.html"
-    measured.write_text(html.replace("</body>", MEASURE))
+    measured = tmp / f"{name}-measured.html"
+    measured.write_text(html.replace("</body>", script))
     p = chromium(["--window-size=1400,900", "--dump-dom", f"file://{measured}"], tmp)
     assert p.returncode == 0, p.stderr
-    dom = p.stdout
+    return html, p.stdout
+
+
+def test_report_reads_in_1400_px(tmp):
+    html, dom = page_in_chromium(tmp, "report", SITES, MEASURE)
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    assert "<script src" not in html and "<link" not in html
     assert sorted_heads(dom) == [("live", "descending")]
     # live, share, live_count, total, allocations, frees, mean_life, location
     assert [r[:6] for r in rows(dom)] == [
@@ -81,6 +87,7 @@ def test_report_reads_in_1400_px(tmp):
     right = int(re.search(r'data-table-right="(\d+)"', dom).group(1))
     assert width <= 1400 and right <= 1400, (width, right)
 
+    measured = tmp / "report-measured.html"
     p = chromium(["--window-size=1400,900", "--dump-dom", f"file://{measured}#sort=location"], tmp)
     assert sorted_heads(p.stdout) == [("location", "ascending")]
     assert [r[7] for r in rows(p.stdout)][0] == f"{GEM}:42"
@@ -89,7 +96,7 @@ def test_report_reads_in_1400_px(tmp):
     assert [r[7] for r in rows(p.stdout)][0] == f"{GEM}:97"
 
     shot = tmp / "report.png"
-    p = chromium([f"--screenshot={shot}", "--window-size=1400,900", f"file://{page}"], tmp)
+    p = chromium([f"--screenshot={shot}", "--window-size=1400,900", f"file://{tmp / 'report.html'}"], tmp)
     assert p.returncode == 0 and shot.stat().st_size > 5000
 
 
@@ -124,22 +131,12 @@ document.body.dataset.pageWidth = document.documentElement.scrollWidth;
 
 
 def test_icicle_graph_of_live_bytes_by_stack(tmp):
-    dump = tmp / "stacks.json"
-    header = {"type": "header", "version": "0.1", "pid": 4343, "seconds": 30, "sample_bytes": 0}
-    dump.write_text("".join(json.dumps(r) + "\n" for r in [header] + STACK_SITES))
-    page = tmp / "stacks.html"
-    p = run([REPORT, "--format", "html", "-o", str(page), str(dump)])
-    assert p.returncode == 0, p.stderr
-    html = page.read_text()
+    html, dom = page_in_chromium(tmp, "stacks", STACK_SITES, FRAMES)
     assert "<h2>Live bytes by stack</h2>" in html and "<script src" not in html
-    measured = tmp / "stacks-measured.html"
-    measured.write_text(html.replace("</body>", FRAMES))
-    p = chromium(["--window-size=1400,900", "--dump-dom", f"file://{measured}"], tmp)
-    assert p.returncode == 0, p.stderr
     import html as htmllib
-    m = re.search(r'data-frames="([^"]*)"', p.stdout)
+    m = re.search(r'data-frames="([^"]*)"', dom)
     frames = {t.split(": ")[0]: (x, y, w) for t, x, y, w in json.loads(htmllib.unescape(m.group(1)))}
-    assert int(re.search(r'data-page-width="(\d+)"', p.stdout).group(1)) <= 1400
+    assert int(re.search(r'data-page-width="(\d+)"', dom).group(1)) <= 1400
     # the outermost frame on top, as wide as all the stacks' live bytes
     top = frames[f"{APP_RB}:38 in serve"]
     up = frames[f"{APP_RB}:13 in handle_upload"]
@@ -150,13 +147,11 @@ def test_icicle_graph_of_live_bytes_by_stack(tmp):
     # the helper's frame is drawn under each caller, innermost at the bottom
     assert frames[f"{HELPER_RB}:9 in remember"][1] > up[1]
     # hover text: the frame, its exact bytes and share
-    assert f"{APP_RB}:13 in handle_upload: 6,291,456 bytes (90.9%)" in htmllib.unescape(p.stdout)
+    assert f"{APP_RB}:13 in handle_upload: 6,291,456 bytes (90.9%)" in htmllib.unescape(dom)
     # no stacks, no graph
-    plain = tmp / "plain.json"
-    plain.write_text("".join(json.dumps(r) + "\n" for r in [header] + SITES))
-    p = run([REPORT, "--format", "html", str(plain)])
-    assert p.returncode == 0 and "icicle" not in p.stdout
+    plain, _ = page_in_chromium(tmp, "plain", SITES, "</body>")
+    assert "icicle" not in plain
 
     shot = tmp / "icicle.png"
-    p = chromium([f"--screenshot={shot}", "--window-size=1400,900", f"file://{page}"], tmp)
+    p = chromium([f"--screenshot={shot}", "--window-size=1400,900", f"file://{tmp / 'stacks.html'}"], tmp)
     assert p.returncode == 0 and shot.stat().st_size > 5000
