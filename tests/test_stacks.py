@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import (MWRAP, ROOT, attach, helper_answered, parse_json_dump,
+from conftest import (ATTACH, CHROMIUM, MWRAP, ROOT, attach, chromium,
+                      during_window, helper_answered, parse_json_dump,
                       ptrace_allowed, run, start_ready)
 
 APP = os.path.join(ROOT, "tests", "targets", "stacks_app.rb")
@@ -212,3 +213,28 @@ def test_pprof_stacks_show_the_application_frames(tmp):
     first_up = min(i for i, n in enumerate(names) if "handle_upload" in n)
     first_ping = min(i for i, n in enumerate(names) if "handle_ping" in n)
     assert first_up < first_ping, names
+
+
+@needs_ptrace
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+def test_window_html_shows_growth_and_the_stacks(spawn, tmp):
+    """One window's HTML report, --stacks: the growth chart over the
+    window and the icicle graph of the two callers, in one screenshot
+    (window-stacks.png in the test's directory)."""
+    t, upload, ping, _ = start_app(spawn)
+
+    def serve():    # in batches over the window, so that the chart rises
+        for _ in range(5):
+            t.send("serve 20 10000")
+            t.expect("served", timeout=60)
+            time.sleep(0.8)
+    rc, out, err = during_window([ATTACH, "-p", str(t.pid), "-d", "6", "--stacks=8",
+                                  "--sample=1", "--format=html"], t.pid, serve)
+    assert rc == 0, err
+    assert '<svg id="growth"' in out and '<svg id="icicle"' in out
+    assert f"{APP}:{upload} in " in out and f"{APP}:{ping} in " in out
+    page = tmp / "window-stacks.html"
+    page.write_text(out)
+    shot = tmp / "window-stacks.png"
+    p = chromium([f"--screenshot={shot}", "--window-size=1400,1400", f"file://{page}"], tmp)
+    assert p.returncode == 0 and shot.stat().st_size > 10_000, p.stderr
