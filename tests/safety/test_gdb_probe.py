@@ -31,6 +31,15 @@ exit $rc
 """
 
 
+def assert_refused_untouched(p, t):
+    """P (an attach with --backend=gdb) was refused with the fix, and
+    target T was never touched: nothing loaded, its read goes on."""
+    assert p.returncode == 7, p.stderr
+    assert "cannot restore" in p.stderr and "--backend=ptrace" in p.stderr
+    with open(f"/proc/{t.pid}/maps") as f:
+        assert "libmwrap" not in f.read()
+
+
 @pytest.mark.parametrize("n", range(REPEAT))
 def test_a_gdb_that_kills_what_it_calls_into_is_refused(spawn, tmp, n):
     fake = tmp / "gdb"
@@ -40,11 +49,7 @@ def test_a_gdb_that_kills_what_it_calls_into_is_refused(spawn, tmp, n):
     t.expect("ready")
     p = run([ATTACH, "-p", str(t.pid), "--keep", "--backend=gdb"],
             env={"PATH": f"{tmp}:{os.environ['PATH']}"}, timeout=120)
-    assert p.returncode == 7, p.stderr
-    assert "cannot restore" in p.stderr and "--backend=ptrace" in p.stderr
-    # the target was never touched: nothing loaded, its read goes on
-    with open(f"/proc/{t.pid}/maps") as f:
-        assert "libmwrap" not in f.read()
+    assert_refused_untouched(p, t)
     t.send("untouched")
     assert t.expect("got") == "got untouched"
     rc, rest, _ = t.finish()
@@ -66,10 +71,7 @@ def test_the_gdb_at_hand_attaches_or_is_refused_untouched(spawn):
         assert run([ATTACH, "-p", str(t.pid), "--detach"]).returncode == 0
     else:
         assert check.returncode == 7, check.stderr
-        assert p.returncode == 7, p.stderr
-        assert "cannot restore" in p.stderr and "--backend=ptrace" in p.stderr
-        with open(f"/proc/{t.pid}/maps") as f:
-            assert "libmwrap" not in f.read()
+        assert_refused_untouched(p, t)
     t.send("hello")
     assert t.expect("got") == "got hello"
     rc, _, _ = t.finish()
