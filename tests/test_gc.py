@@ -4,17 +4,15 @@ strings allocated and dropped, not yet collected) no longer outranks a
 real leak; the report says the GC ran and how long it took.  A process
 without Ruby gets a warning and its report."""
 import json
-import os
 
 import pytest
 
-from conftest import (ATTACH, ROOT, attach, during_window, parse_json_dump,
+from conftest import (ATTACH, LEAK_RB, attach, during_window, parse_json_dump,
                       ptrace_allowed, start_ready)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
 
-GARBAGE_RB = os.path.join(ROOT, "tests", "targets", "garbage.rb")
 SIZE = 16384            # malloc'd (past Ruby's embedded strings), < mmap threshold
 GARBAGE_N, LEAK_N = 200, 50     # 3.2 MiB of garbage, 800 KiB of leak:
                                 # under malloc_limit (16 MiB), so no GC of
@@ -26,12 +24,12 @@ ARRAY_SLACK = 4096
 
 
 def window(spawn, extra):
-    """A 3 s window over garbage.rb in which it makes GARBAGE_N strings of
+    """A 3 s window over leak.rb in which it makes GARBAGE_N strings of
     garbage and keeps LEAK_N strings: (header, sites, stderr, the two
     locations)."""
-    t, f = start_ready(spawn, ["ruby", GARBAGE_RB])
-    garbage = f"{GARBAGE_RB}:{f['garbage_line']}"
-    leak = f"{GARBAGE_RB}:{f['leak_line']}"
+    t, f = start_ready(spawn, ["ruby", LEAK_RB])
+    garbage = f"{LEAK_RB}:{f['garbage_line']}"
+    leak = f"{LEAK_RB}:{f['leak_line']}"
 
     def make_garbage_and_leak():
         t.send(f"garbage {GARBAGE_N} {SIZE}")
@@ -76,7 +74,7 @@ def test_gc_moves_the_garbage_out_of_the_top(spawn):
 
 
 def test_gc_text_report_says_it_ran_and_how_long(spawn):
-    t, f = start_ready(spawn, ["ruby", GARBAGE_RB])
+    t, f = start_ready(spawn, ["ruby", LEAK_RB])
     p = attach(["-p", str(t.pid), "--keep"])
     assert p.returncode == 0, p.stderr
     try:
@@ -84,7 +82,7 @@ def test_gc_text_report_says_it_ran_and_how_long(spawn):
         t.expect("garbage")
         p = attach(["-p", str(t.pid), "--dump"])
         assert p.returncode == 0, p.stderr
-        assert f"{GARBAGE_RB}:{f['garbage_line']}" in p.stdout
+        assert f"{LEAK_RB}:{f['garbage_line']}" in p.stdout
         assert "GC" not in p.stdout
         p = attach(["-p", str(t.pid), "--dump", "--gc"])
         assert p.returncode == 0, p.stderr
@@ -94,7 +92,7 @@ def test_gc_text_report_says_it_ran_and_how_long(spawn):
         # the site stays (it allocated), its live bytes gone but for at
         # most 2 strings (see above)
         row = next(l for l in p.stdout.splitlines()
-                   if l.endswith(f"{GARBAGE_RB}:{f['garbage_line']}"))
+                   if l.endswith(f"{LEAK_RB}:{f['garbage_line']}"))
         assert int(row.split()[0]) <= 2 * SIZE, row
     finally:
         attach(["-p", str(t.pid), "--detach"])

@@ -2,6 +2,8 @@
 # line on stdin, answering each:
 #   leak N SIZE   keeps N strings of SIZE bytes (allocated on LEAK_LINE)
 #   churn N       allocates and drops N strings
+#   garbage N SIZE  allocates N strings of SIZE bytes and drops them at
+#                 once (GARBAGE_LINE; garbage until the next full GC)
 #   zlib          requires zlib and keeps a Deflate stream (ZLIB_LINE)
 #   fork          forks a child that allocates, prints and exits 0
 #   sleep S       sleeps S seconds, then says how long it took
@@ -23,13 +25,21 @@ def zlib
   require "zlib"
   KEEP << Zlib::Deflate.new(Zlib::BEST_COMPRESSION, Zlib::MAX_WBITS, Zlib::MAX_MEM_LEVEL)
 end
-puts "ready #{Process.pid} leak_line=#{LEAK_LINE} zlib_line=#{ZLIB_LINE}"
+GARBAGE_LINE = __LINE__ + 2
+def garbage(n, size)
+  n.times { "G" * (size - 1) }
+  nil
+end
+puts "ready #{Process.pid} leak_line=#{LEAK_LINE} zlib_line=#{ZLIB_LINE} garbage_line=#{GARBAGE_LINE}"
 while (line = $stdin.gets)
   cmd, *args = line.split
   case cmd
   when "leak"
     leak(Integer(args[0]), Integer(args[1]))
     puts "leaked #{args[0]}"
+  when "garbage"
+    garbage(Integer(args[0]), Integer(args[1]))
+    puts "garbage #{args[0]}"
   when "churn"
     Integer(args[0]).times { |i| "c#{i}" * 100 }
     puts "churned"
