@@ -55,17 +55,18 @@ static int take_path(const char *w, size_t n, char *dst,
 	return 0;
 }
 
-/* A count for --top: 1 .. 1000000. */
-static int take_count(const char *w, size_t n, uint32_t *out, char *err,
-		      size_t errlen)
+/* A number 1 .. @max of at most 8 digits (--top's count, lease's
+ * process id); -EINVAL with @what and the word in @err otherwise. */
+static int take_number(const char *w, size_t n, uint32_t max, uint32_t *out,
+		       const char *what, char *err, size_t errlen)
 {
 	uint32_t v = 0;
 	size_t i;
 
 	for (i = 0; i < n && i < 8 && w[i] >= '0' && w[i] <= '9'; i++)
 		v = v * 10 + (uint32_t)(w[i] - '0');
-	if (i != n || v == 0 || v > 1000000) {
-		set_err(err, errlen, "--top wants a count 1..1000000: ", w, n);
+	if (i != n || v == 0 || v > max) {
+		set_err(err, errlen, what, w, n);
 		return -EINVAL;
 	}
 	*out = v;
@@ -86,8 +87,9 @@ static int parse_dump(const char **words, const size_t *lens, size_t nw,
 			cmd->scan = 1;
 		} else if (word_is(words[w], lens[w], "--top") && w + 1 < nw) {
 			w++;
-			if (take_count(words[w], lens[w], &cmd->top, err,
-				       errlen))
+			if (take_number(words[w], lens[w], 1000000, &cmd->top,
+					"--top wants a count 1..1000000: ",
+					err, errlen))
 				return -EINVAL;
 		} else {
 			set_err(err, errlen, "unknown dump option: ", words[w],
@@ -180,6 +182,12 @@ int mw_cmd_parse(const char *line, size_t len, struct mw_cmd *cmd,
 		cmd->kind = MW_CMD_DETACH;
 		cmd->discard = 1;
 		return 0;
+	}
+	if (nw == 2 && word_is(words[0], lens[0], "lease")) {
+		cmd->kind = MW_CMD_LEASE;
+		/* a pid: pid_max is at most 2^22 */
+		return take_number(words[1], lens[1], 1u << 22, &cmd->owner,
+				   "lease wants a process id: ", err, errlen);
 	}
 	if (nw > 1) {
 		set_err(err, errlen, "unexpected argument: ", words[1],

@@ -17,8 +17,13 @@
  *                          live_after=BYTES" (tracked live bytes)
  *   reset                  zero the counters (a new window starts)
  *   stats                  one line of key=value figures
- *   lease                  renew the lease (attach option lease:SECONDS);
- *                          any other command renews it too
+ *   lease [PID]            renew the lease (attach option lease:SECONDS),
+ *                          as the window's owner, front end PID (shown by
+ *                          stats as lease_owner): only this command renews
+ *                          it, so another front end's look at a window
+ *                          left by a dead owner never keeps it alive (the
+ *                          time the helper spends running commands does
+ *                          not count against the lease)
  *   detach [--discard]     final dump, restore everything, stop;
  *                          --discard: no final dump, and the runtime
  *                          directory is removed
@@ -51,6 +56,7 @@ struct mw_cmd {
 	int scan;		/* dump --scan */
 	uint32_t top;		/* dump --top N; 0: every site */
 	int discard;		/* detach --discard */
+	uint32_t owner;		/* lease PID; 0 if not given */
 	char path[PATH_MAX];	/* "" for the default */
 	char heap_path[PATH_MAX];	/* objects --dump-all; "" if none */
 };

@@ -38,6 +38,7 @@ static char dump_path[PATH_MAX];
 static char named_path[PATH_MAX];	/* a command's plain name, joined */
 static int ctl_fd = -1, out_fd = -1, ino_fd = -1;
 static uint64_t lease_ns, lease_end;	/* 0: no lease */
+static uint32_t lease_owner;		/* the last "lease PID"'s PID */
 static off_t ctl_off;
 static char line[MW_CMD_LINE_MAX + 1];
 static size_t line_len;
@@ -127,6 +128,11 @@ static void answer_stats(void)
 	KV("got_foreign", (uint64_t)mw_got_foreign);
 	KV("memory_bytes", st.memory_bytes);
 	KV("rss_bytes", mw_rss_bytes());
+	if (lease_ns) {	/* whose window, and how long without a renewal */
+		KV("lease_owner", (uint64_t)lease_owner);
+		KV("lease_left_ms", lease_end > now ?
+				    (lease_end - now) / 1000000u : 0);
+	}
 #undef KV
 	mw_out_str(&o, " age_unit=");
 	mw_out_str(&o, st.age_unit_gc ? "gc_generations" : "ns");
@@ -293,6 +299,10 @@ static int run_command(const char *text, size_t len)
 	case MW_CMD_DETACH:
 		return cmd.discard ? 2 : 1;
 	case MW_CMD_LEASE:
+		if (lease_ns)
+			lease_end = mw_monotonic_ns() + lease_ns;
+		if (cmd.owner)
+			lease_owner = cmd.owner;
 		mw_ctl_answer("ok lease", "");
 		return 0;
 	case MW_CMD_OBJECTS:
@@ -332,6 +342,7 @@ int mw_ctl_serve(void)
 
 		ctl_off += n;
 		for (i = 0; i < n; i++) {
+			uint64_t t0;
 			int done = 0;
 
 			if (buf[i] != '\n') {
@@ -341,14 +352,18 @@ int mw_ctl_serve(void)
 					line_too_long = 1;
 				continue;
 			}
+			t0 = mw_monotonic_ns();
 			if (line_too_long)
 				mw_ctl_answer("error: ", "command line too long");
 			else
 				done = run_command(line, line_len);
 			line_len = 0;
 			line_too_long = 0;
+			/* Only "lease" renews the lease, but the time spent
+			 * running a command (a GC, a dump of a big table) is
+			 * time the owner's renewals could not be heard. */
 			if (lease_ns)
-				lease_end = mw_monotonic_ns() + lease_ns;
+				lease_end += mw_monotonic_ns() - t0;
 			if (done)
 				return done;
 		}
@@ -365,6 +380,7 @@ int mw_ctl_open(const struct mw_options *o)
 
 	opts = o;
 	lease_ns = (uint64_t)opts->lease * 1000000000u;
+	lease_owner = 0;
 	fd = mw_rundir_make(&rundir);
 	if (fd < 0)
 		return fd;

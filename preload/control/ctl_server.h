@@ -22,11 +22,12 @@ int mw_ctl_open(const struct mw_options *o);
 int mw_ctl_wake_fd(void);
 
 /* Runs every command appended to "ctl" since the last call, answering
- * each in "out"; each renews the lease.  Returns 1 after "detach", 2
+ * each in "out"; "lease" renews the lease (and the time spent running
+ * commands is added to it).  Returns 1 after "detach", 2
  * after "detach --discard", else 0.  Context: the helper thread. */
 int mw_ctl_serve(void);
 
-/* 1 when a lease was given and no command came in time.
+/* 1 when a lease was given and no "lease" came in time.
  * Context: the helper thread. */
 int mw_ctl_lease_expired(void);
 

@@ -70,7 +70,13 @@ int main(void)
 	ok(parse("detach --discard") == 0 && c.kind == MW_CMD_DETACH &&
 		   c.discard, "detach --discard");
 	ok(parse("detach --x") == -EINVAL, "detach --x refused");
-	ok(parse("lease") == 0 && c.kind == MW_CMD_LEASE, "lease");
+	ok(parse("lease") == 0 && c.kind == MW_CMD_LEASE && c.owner == 0,
+	   "lease");
+	ok(parse("lease 4242") == 0 && c.kind == MW_CMD_LEASE &&
+		   c.owner == 4242, "lease PID: the owner");
+	ok(parse("lease 0") == -EINVAL && parse("lease 12x") == -EINVAL &&
+		   parse("lease 99999999") == -EINVAL &&
+		   parse("lease 1 2") == -EINVAL, "lease: a bad PID refused");
 	ok(parse("gc") == 0 && c.kind == MW_CMD_GC, "gc");
 	ok(parse("gc now") == -EINVAL && strstr(err, "now"),
 	   "argument to gc refused: %s", err);

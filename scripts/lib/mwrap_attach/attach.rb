@@ -17,9 +17,8 @@ module MwrapAttach
     # Attaches to TARGET (checked by Preflight) as the options O say;
     # returns our exit code.
     def self.run(target, o)
-      if target.attached? && (ControlClient.find(target)&.command("stats") rescue nil)
-        fail!(EXIT[:already_attached], "process #{target.pid} is already attached",
-              "use --dump, --stats or --detach (or kill -URG #{target.pid})")
+      if target.attached? && (stats = ControlClient.find(target)&.stats rescue nil)
+        fail!(EXIT[:already_attached], *ControlClient.refusal(target, stats))
       end
       GdbCheck.check(o[:timeout]) if o[:backend] == "gdb"
       lib = Stage.library_for(target, o[:verbose])

@@ -58,6 +58,34 @@ module MwrapAttach
               "attach first: mwrap-attach -p #{target.pid} --keep")
     end
 
+    # Why TARGET, whose helper answered STATS (a look that changes
+    # nothing: only its window's owner renews the lease), cannot be
+    # attached again: [cause, fix].
+    def self.refusal(target, stats)
+      pid = target.pid
+      unless stats.key?("lease_owner")
+        return ["process #{pid} is already attached (--keep)",
+                "use --dump, --stats or --detach (or kill -URG #{pid})"]
+      end
+      owner = stats["lease_owner"].to_i
+      left = (stats["lease_left_ms"].to_i / 1000.0).ceil
+      if owner.zero? || front_end?(owner)
+        by = owner.zero? ? "a window" : "the window of mwrap-attach (pid #{owner})"
+        ["process #{pid} is already attached: #{by} runs on it",
+         "wait for that window's report, or look meanwhile with --dump or --stats"]
+      else
+        ["process #{pid} is already attached by a window whose mwrap-attach (pid #{owner}) is gone",
+         "it detaches by itself within #{left} s: try again then (or end it now with --detach)"]
+      end
+    end
+
+    # Is PID a running mwrap-attach?
+    def self.front_end?(pid)
+      File.read("/proc/#{pid}/cmdline").include?("mwrap-attach")
+    rescue SystemCallError
+      false
+    end
+
     # Waits for the helper's first answer: [client, "ok attached ..."].
     def self.wait_attached(target, timeout = 10)
       deadline = Time.now + timeout
@@ -114,12 +142,13 @@ module MwrapAttach
       command("stats").scan(/(\w+)=(\S+)/).to_h
     end
 
-    # Renews the lease every second until the block returns.
+    # Renews the lease, as its owner, every second until the block
+    # returns.
     def leased
       renewer = Thread.new do
         loop do
+          command("lease #{Process.pid}") rescue nil
           sleep 1
-          command("lease") rescue nil
         end
       end
       yield
