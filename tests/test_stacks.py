@@ -113,17 +113,14 @@ def test_attached_stacks_focus_names_the_application_lines(spawn):
     assert rc == 0 and rest == [f"bye {11 * rounds}"]
 
 
-@needs_ptrace
-def test_stacks_window_is_sampled_and_still_ranks_the_callers(spawn, tmp):
-    """--stacks alone samples (one allocation per ~64 KiB): estimates,
-    ranked right, within the tolerance the sample sizes give."""
-    t, upload, ping, _ = start_app(spawn)
-    out = tmp / "r.json"
-    rounds, size = 100, 65_536
+def sample_window(spawn, tmp, args, rounds, size, env=None):
+    """A -d 30 window with ARGS over ROUNDS of the app's serve, ended by
+    Ctrl-C once they are done: (target, upload, ping, keep lines,
+    report text)."""
+    t, upload, ping, keep = start_app(spawn, env=env)
+    out = tmp / "r.out"
     proc = subprocess.Popen([os.path.join(ROOT, "scripts", "mwrap-attach"),
-                             "-p", str(t.pid), "-d", "30", "--stacks",
-                             "--format=json", "--group=line", "--focus", APP,
-                             "-o", str(out)],
+                             "-p", str(t.pid), "-d", "30", *args, "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -139,15 +136,57 @@ def test_stacks_window_is_sampled_and_still_ranks_the_callers(spawn, tmp):
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, err
-    header = json.loads(out.read_text().splitlines()[0])
-    assert header["sample_bytes"] == 65_536
-    rows = report_rows(out.read_text())
+    return t, upload, ping, keep, out.read_text()
+
+
+@needs_ptrace
+def test_default_window_names_a_gems_callers_with_exact_lines(spawn, tmp):
+    """26.1: with no flag but the window, the helper's line (in a gem
+    directory: the target's GEM_PATH) keeps its exact bytes, and under
+    it the report names its two application callers, heaviest first,
+    with their shares (10:1 from about one stack per 64 KiB)."""
+    rounds, size = 100, 65_536
+    t, upload, ping, keep, text = sample_window(
+        spawn, tmp, [], rounds, size,
+        env={"GEM_PATH": os.path.dirname(HELPER)})
+    lines = text.splitlines()
+    row = next(i for i, l in enumerate(lines) if l.endswith(f"{HELPER}:{keep}"))
+    live = int(lines[row].split()[0])
+    kept = 11 * rounds
+    assert 11 * rounds * size <= live <= 11 * rounds * size + ARRAY_SLACK * kept, lines[row]
+    callers = [l.split("called from ", 1)[1] for l in lines[row + 1:row + 4]
+               if "called from " in l]
+    assert [c.split(" (")[0] for c in callers[:2]] == \
+        [f"{APP}:{upload}", f"{APP}:{ping}"], text
+    share = int(callers[0].split(" (")[1].rstrip("%)"))
+    # 1,000 and 100 strings of 64 KiB, each stack taken with p = 0.63
+    assert 85 <= share <= 95, text
+    t.finish()
+
+
+@needs_ptrace
+def test_default_window_focus_ranks_the_callers_by_estimates(spawn, tmp):
+    """--focus (stacks are on by default): the application's lines ranked
+    by estimates from the sampled stacks, within the tolerance the
+    sample sizes give; the lines' own figures stay exact."""
+    rounds, size = 100, 65_536
+    t, upload, ping, _, text = sample_window(
+        spawn, tmp, ["--format=json", "--focus", APP], rounds, size)
+    header = json.loads(text.splitlines()[0])
+    assert header["sample_bytes"] == 0 and header["stack_sample_bytes"] == 65_536
+    rows = report_rows(text)
     assert [r["location"] for r in rows[:2]] == [f"{APP}:{upload}", f"{APP}:{ping}"]
     # 1,000 and 100 strings of 64 KiB, each recorded with p = 0.63: the
     # estimates' relative deviations are about 2% and 8%
     assert abs(rows[0]["live_bytes"] - 10 * rounds * size) <= 0.15 * 10 * rounds * size
     assert abs(rows[1]["live_bytes"] - rounds * size) <= 0.40 * rounds * size
     t.finish()
+
+
+def test_no_stacks_refuses_what_needs_them():
+    for args in (["--focus", "app/"], ["--group=stack"]):
+        p = attach(["-p", "1", "--no-stacks", *args])
+        assert p.returncode == 2 and "--no-stacks" in p.stderr, p.stderr
 
 
 def preload_dump(tmp, rounds, size, depth=8):

@@ -14,6 +14,7 @@ void mw_options_default(struct mw_options *o)
 	o->sample = 0;
 	o->lease = 0;
 	o->stacks = 0;
+	o->stack_sample = 0;
 }
 
 int mw_options_want_dump(const struct mw_options *o)
@@ -119,12 +120,13 @@ int mw_options_parse(const char *s, struct mw_options *o,
 				return fail(o, err, errlen,
 					    "bad mask (0-7) in", s, len);
 			o->dump_heap = (unsigned)num;
-		} else if (key_is(s, klen, "sample")) {
+		} else if (key_is(s, klen, "sample") ||
+			   key_is(s, klen, "stack_sample")) {
 			if (parse_u64(val, vlen, &num) || num > (1ull << 40))
 				return fail(o, err, errlen,
 					    "bad sample size (0 to 2^40 bytes) in",
 					    s, len);
-			o->sample = num;
+			*(klen == 6 ? &o->sample : &o->stack_sample) = num;
 		} else if (key_is(s, klen, "stacks")) {
 			if (parse_u64(val, vlen, &num) || num > MW_STACKS_MAX)
 				return fail(o, err, errlen,

@@ -11,6 +11,11 @@
  *   stacks:N         a Ruby site is the chain of up to N Ruby frames
  *                    (1 to MW_STACKS_MAX), innermost first; 0 = the
  *                    innermost line only (default)
+ *   stack_sample:BYTES  with stacks and without sample: every allocation
+ *                    is counted exactly at its line, and about one per
+ *                    BYTES bytes also at its stack, scaled (the callers
+ *                    of a line, cheaply); 0 = every allocation's site is
+ *                    its stack (default)
  *   lease:SECONDS    attach only: detach by itself unless a control
  *                    command arrives at least every SECONDS (a window
  *                    whose front end died); 0 (default) = no lease
@@ -36,6 +41,7 @@ struct mw_options {
 	uint64_t sample;		/* mean bytes between samples; 0: all */
 	unsigned lease;			/* seconds; 0: none */
 	unsigned stacks;		/* Ruby frames per site; 0: one line */
+	uint64_t stack_sample;		/* mean bytes between stacks; 0: all */
 };
 
 #define MW_STACKS_MAX 64

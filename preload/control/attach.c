@@ -147,6 +147,8 @@ static void *helper_main(void *arg)
 	pid_at_attach = getpid();
 	mw_sample_bytes = opts.sample;
 	mw_track_stacks = opts.stacks;
+	mw_stack_sample_bytes = opts.stacks && !opts.sample ?
+				opts.stack_sample : 0;
 	mw_track_reset();	/* a new window: also empties the live table */
 	mw_urg_on_queued(MW_RBJOB_SIGVAL, mw_rbjob_on_signal_sigsafe);
 	ret = mw_urg_install(efd);

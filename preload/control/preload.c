@@ -124,6 +124,8 @@ __attribute__((constructor)) static void mw_preload_init(void)
 		atexit(exit_dump);
 	mw_sample_bytes = preload_opts.sample;
 	mw_track_stacks = preload_opts.stacks;
+	mw_stack_sample_bytes = preload_opts.stacks && !preload_opts.sample ?
+				preload_opts.stack_sample : 0;
 	mw_track_enable();
 	/* interposition covers malloc; heap pages need libruby's GOT */
 	if (mw_heap_init()) {

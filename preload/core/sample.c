@@ -7,6 +7,8 @@
 /* Written before tracking is enabled (constructor or helper), published
  * by mw_track_enable's release store; read-only while tracking. */
 uint64_t mw_sample_bytes;
+/* As mw_sample_bytes. */
+uint64_t mw_stack_sample_bytes;
 /* Counting filter: relaxed atomic adds by hooks, zeroed at reset. */
 uint8_t mw_sample_filter[1u << 15];
 
@@ -65,23 +67,23 @@ static double exp_neg(double x)
 	return r;
 }
 
-int mw_sample_draw_slow(void)
+int mw_sample_draw_slow(int64_t *left, uint64_t mean)
 {
 	/* U in (0, 1]; the interval is exponential with mean S */
 	double u = ((next_random() >> 11) + 1) * (1.0 / 9007199254740992.0);
-	double interval = -ln(u) * (double)mw_sample_bytes;
+	double interval = -ln(u) * (double)mean;
 
-	mw_tls.sample_left = interval < 1 ? 1 : (int64_t)interval;
+	*left = interval < 1 ? 1 : (int64_t)interval;
 	return 1;
 }
 
-uint64_t mw_sample_weight(uint64_t size)
+uint64_t mw_sample_weight_of(uint64_t size, uint64_t mean)
 {
 	double p;
 
-	if (!mw_sample_bytes)
+	if (!mean)
 		return 1024;
-	p = 1 - exp_neg((double)size / (double)mw_sample_bytes);
+	p = 1 - exp_neg((double)size / (double)mean);
 	if (p < 1e-9)
 		p = 1e-9;
 	return (uint64_t)(1024.0 / p + 0.5);

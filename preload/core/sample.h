@@ -18,10 +18,16 @@
  * tracking is enabled. */
 extern uint64_t mw_sample_bytes;
 
-/* Draws the next interval for the calling thread; returns 1 if the
- * allocation that crossed the previous one is to be recorded.
- * Context: hook; never allocates. */
-int mw_sample_draw_slow(void);
+/* Stacks taken under full tracking (option stack_sample): about one
+ * allocation per mw_stack_sample_bytes bytes also counts at its Ruby
+ * stack, scaled; 0: none sampled that way.  Set before tracking is
+ * enabled, and only while mw_sample_bytes is 0. */
+extern uint64_t mw_stack_sample_bytes;
+
+/* Draws the next interval, of mean @mean bytes, into *@left (the
+ * calling thread's countdown); returns 1: the allocation that crossed
+ * the previous one is to be recorded.  Context: hook; never allocates. */
+int mw_sample_draw_slow(int64_t *left, uint64_t mean);
 
 /* Should an allocation of @size be recorded?  Context: hook. */
 static inline int mw_sample_take(size_t size)
@@ -31,13 +37,30 @@ static inline int mw_sample_take(size_t size)
 	mw_tls.sample_left -= (int64_t)size;
 	if (__builtin_expect(mw_tls.sample_left > 0, 1))
 		return 0;
-	return mw_sample_draw_slow();
+	return mw_sample_draw_slow(&mw_tls.sample_left, mw_sample_bytes);
 }
 
-/* The weight of a recorded allocation of @size, in 1/1024ths: how many
- * allocations it stands for (1/p, p = 1 - exp(-size / mw_sample_bytes)).
+/* Should an allocation of @size also count at its stack?  Only called
+ * with mw_stack_sample_bytes set.  Context: hook. */
+static inline int mw_stack_sample_take(size_t size)
+{
+	mw_tls.stack_left -= (int64_t)size;
+	if (__builtin_expect(mw_tls.stack_left > 0, 1))
+		return 0;
+	return mw_sample_draw_slow(&mw_tls.stack_left, mw_stack_sample_bytes);
+}
+
+/* The weight of a recorded allocation of @size sampled every @mean
+ * bytes, in 1/1024ths: how many allocations it stands for (1/p,
+ * p = 1 - exp(-size / mean)); 1024 when @mean is 0.
  * Context: hook; never allocates. */
-uint64_t mw_sample_weight(uint64_t size);
+uint64_t mw_sample_weight_of(uint64_t size, uint64_t mean);
+
+/* mw_sample_weight_of(@size, mw_sample_bytes).  Context: hook. */
+static inline uint64_t mw_sample_weight(uint64_t size)
+{
+	return mw_sample_weight_of(size, mw_sample_bytes);
+}
 
 /* Counting filter of sampled pointers, so that frees of blocks never
  * sampled skip the live table.  Context: hook. */

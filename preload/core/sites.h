@@ -36,6 +36,10 @@ struct mw_site {
 	 * NUL-terminated; NULL for a one-line site */
 	const char *stack;
 	uint32_t stacklen;	/* strlen(stack) */
+	/* stack_sample: the id of the one-line site whose exact counts
+	 * every block counted here also has (set once, by the first
+	 * allocation sampled here; 0 before) */
+	uint32_t line_id;
 	uint32_t keylen;	/* strlen(key) */
 	uint32_t pathlen;	/* bytes of key before ':' */
 	int line;

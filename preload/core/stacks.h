@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "core/rbpos.h"
+#include "core/sample.h"
 #include "core/sites.h"
 
 /* --stacks: the site for the Ruby frames @st (mw_ruby_stack, just taken
@@ -20,5 +21,14 @@
  * raised; never allocates.  Uses about 5 KiB of the caller's stack. */
 struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
 				  uint64_t gen);
+
+/* Under stack_sample a stack's site is not a site of its own: its
+ * blocks are counted exactly at their line too, and it only says, scaled,
+ * which callers that line's blocks came from.  Totals leave it out; JSON
+ * dumps write it as a "stack" record.  Context: any; pure. */
+static inline int mw_site_is_stack_record(const struct mw_site *s)
+{
+	return s->stack && mw_stack_sample_bytes;
+}
 
 #endif

@@ -22,6 +22,8 @@ struct mw_tls {
 	int quiet;
 	/* sample.h: bytes until this thread's next sample */
 	int64_t sample_left;
+	/* sample.h: bytes until this thread's next sampled stack */
+	int64_t stack_left;
 	/* sample.h: this thread's sampling random state */
 	uint64_t rng;
 	/* counts.h: 1 + this thread's counter stripe, 0 until numbered */

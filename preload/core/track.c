@@ -74,7 +74,18 @@ static void account_free(const struct mw_live_entry *e)
 	age = (now - birth) & MW_BIRTH_MASK;	/* births are kept mod 2^24 */
 	if (mw_age_unit == MW_AGE_NS)
 		age <<= MW_NS_SHIFT;
-	if (mw_sample_bytes) {
+	if (mw_stack_sample_bytes && s->line_id) {
+		/* a sampled stack's block: scaled there, exact at its line */
+		uint64_t w = mw_sample_weight_of(mw_live_size(e),
+						 mw_stack_sample_bytes);
+
+		mw_counts_free(&s->counts, mw_live_size(e) * w / 1024,
+			       (w + 512) / 1024, age * w / 1024, age);
+		s = mw_site_get(s->line_id);
+		if (!s)
+			return;
+		mw_counts_free(&s->counts, mw_live_size(e), 1, age, age);
+	} else if (mw_sample_bytes) {
 		uint64_t w = mw_sample_weight(mw_live_size(e));
 
 		/* age_total / frees holds */
@@ -125,7 +136,7 @@ static struct mw_site *site_of(uintptr_t caller)
 
 	if (!mw_ruby_pos(&pos))
 		return mw_site_for_addr(caller);
-	if (mw_track_stacks && (s = stack_site()))
+	if (mw_track_stacks && !mw_stack_sample_bytes && (s = stack_site()))
 		return s;
 	s = mw_site_for_pos(&pos);
 	if (s)
@@ -135,6 +146,30 @@ static struct mw_site *site_of(uintptr_t caller)
 	s = mw_site_for_location(path, line);
 	if (s && watch_code(&pos))
 		mw_site_remember_pos(&pos, s);
+	return s;
+}
+
+/* stack_sample: the site that also counts, scaled, an allocation of
+ * @size counted exactly at its Ruby line @line: its stack's, or @line
+ * itself when there is none or the stack's block would be freed at
+ * another line (its frames named anew since).  Out of line: taken about
+ * once per mw_stack_sample_bytes bytes. */
+static __attribute__((noinline)) struct mw_site *
+sampled_stack(struct mw_site *line, size_t size)
+{
+	struct mw_site *s;
+	uint32_t had = 0;
+	uint64_t w;
+
+	if (!line->key || !(s = stack_site()))
+		return line;
+	/* the first block sampled here names its line for good */
+	if (!__atomic_compare_exchange_n(&s->line_id, &had, line->id, 0,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
+	    had != line->id)
+		return line;
+	w = mw_sample_weight_of(size, mw_stack_sample_bytes);
+	mw_counts_alloc(&s->counts, size * w / 1024, (w + 512) / 1024);
 	return s;
 }
 
@@ -157,6 +192,8 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 		mw_sample_mark((uintptr_t)p, 1);
 	} else {
 		mw_counts_alloc(&s->counts, size, 1);
+		if (mw_stack_sample_bytes && mw_stack_sample_take(size))
+			s = sampled_stack(s, size);
 	}
 
 	mw_live_make(&e, (uintptr_t)p, s->id, size, mw_track_now());

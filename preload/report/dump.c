@@ -9,6 +9,7 @@
 #include "core/live.h"
 #include "mwrap.h"
 #include "core/sample.h"
+#include "core/stacks.h"
 #include "core/track.h"
 #include "hook/rbheap.h"
 
@@ -118,6 +119,8 @@ static void header_json(struct mw_out *o)
 	mw_out_str(o, age_unit_name());
 	mw_out_chr(o, '"');
 	mw_out_json_u64(o, "sample_bytes", mw_sample_bytes);
+	if (mw_stack_sample_bytes)
+		mw_out_json_u64(o, "stack_sample_bytes", mw_stack_sample_bytes);
 	mw_out_json_u64(o, "unknown_frees", st.unknown_frees);
 	mw_out_json_u64(o, "unknown_freed_bytes", mw_live_unknown_bytes());
 	mw_out_str(o, ",\"net_change_bytes\":");
@@ -160,7 +163,8 @@ static void site_json(struct mw_out *o, const struct mw_site *s,
 		      const char *name, const struct mw_counts *c,
 		      const struct mw_scan *scan)
 {
-	mw_out_str(o, "{\"type\":\"site\",\"location\":");
+	mw_out_str(o, mw_site_is_stack_record(s) ? "{\"type\":\"stack\",\"location\":"
+					 : "{\"type\":\"site\",\"location\":");
 	mw_out_json_str(o, name);
 	mw_out_json_u64(o, "total_bytes", c->total);
 	mw_out_json_u64(o, "allocations", c->allocations);
@@ -191,7 +195,8 @@ static void write_site(struct mw_out *o, const struct mw_dump_req *req,
 	struct mw_counts c;
 
 	mw_counts_read(&s->counts, &c);
-	if (c.total <= req->min)
+	if (c.total <= req->min ||
+	    (mw_site_is_stack_record(s) && req->format != MW_FORMAT_JSON))
 		return;
 	mw_site_name(s, name, sizeof(name));
 	if (req->format == MW_FORMAT_JSON) {
@@ -235,7 +240,7 @@ static int write_top(struct mw_out *o, const struct mw_dump_req *req,
 		struct mw_counts c;
 		uint64_t live;
 
-		if (!s)
+		if (!s || mw_site_is_stack_record(s))
 			continue;
 		mw_counts_read(&s->counts, &c);
 		if (c.total <= req->min)

@@ -2,6 +2,7 @@
 #include "report/stats.h"
 #include "core/live.h"
 #include "core/poscache.h"
+#include "core/stacks.h"
 #include "core/track.h"
 
 #include <string.h>
@@ -35,7 +36,7 @@ void mw_stats_collect(struct mw_stats *st)
 		const struct mw_site *s = mw_site_get(id);
 		struct mw_site_info si;
 
-		if (!s)
+		if (!s || mw_site_is_stack_record(s))
 			continue;
 		mw_stats_site(s, &si);
 		st->total_bytes += si.total;

@@ -207,7 +207,7 @@ module MwrapHtml
 
   # One <td>: data-v holds the value the script sorts by, the text what
   # a person reads, the title what the text leaves out.
-  def self.td(key, v)
+  def self.td(key, v, callers = nil)
     if v.nil? then "<td data-v=\"\"></td>"
     elsif BYTES.include?(key)
       "<td data-v=\"#{v}\" title=\"#{grouped(v)} bytes\">#{h(MwrapReport.human(v))}</td>"
@@ -215,9 +215,19 @@ module MwrapHtml
     elsif key == "share" then "<td data-v=\"#{v}\">#{format('%.1f', v)}%</td>"
     elsif key == "location"
       # <wbr>: a long path may wrap after any of its slashes
-      "<td class=\"loc\" data-v=\"#{h(v)}\" title=\"#{h(v)}\">#{h(v).gsub('/', '/<wbr>')}</td>"
+      "<td class=\"loc\" data-v=\"#{h(v)}\" title=\"#{h(v)}\">#{h(v).gsub('/', '/<wbr>')}#{callers_html(callers)}</td>"
     else "<td data-v=\"#{h(v)}\">#{h(v)}</td>"
     end
+  end
+
+  # A library line's application callers, under its location.
+  def self.callers_html(callers)
+    return "" unless callers&.any?
+
+    items = callers.first(MwrapReport::CALLERS_SHOWN).map do |loc, share|
+      "<div class=\"caller\">called from #{h(MwrapReport.caller_words(loc, share)).gsub('/', '/<wbr>')}</div>"
+    end
+    items.join
   end
 
   # live_total: all sites' live bytes, what the share column divides by.
@@ -227,7 +237,7 @@ module MwrapHtml
     html << "</tr></thead><tbody>"
     sites.each do |s|
       html << "<tr>"
-      columns.each { |_, key| html << td(key, cell(s, key, live_total)) }
+      columns.each { |_, key| html << td(key, cell(s, key, live_total), s[:callers]) }
       html << "</tr>"
     end
     html << "</tbody></table>"
@@ -269,7 +279,7 @@ module MwrapHtml
     head = MwrapReport.header_lines(dump.header, window: window, series: series)
     growth = growth_chart(series, sites)
     growth = "<h2>Growth over the window</h2>\n#{growth}" unless growth.empty?
-    flame = icicle(dump.sites)
+    flame = icicle(MwrapReport.stacks_of(dump))
     flame = "<h2>Live bytes by stack</h2>\n#{flame}" unless flame.empty?
     # the object view and the scan summary, as in the text report
     head += MwrapReport.objects_text(dump.objects).lines.map(&:chomp) if dump.objects
@@ -288,6 +298,7 @@ module MwrapHtml
       th.sorted a::after{content:" \\25BC"}
       th.sorted[aria-sort=ascending] a::after{content:" \\25B2"}
       .head{font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere}
+      .caller{color:#555;font-size:90%;padding-left:1.5em}
       </style></head><body>
       <h1>mwrap report</h1>
       <div class="head">#{head.map { |l| h(l) }.join("\n")}</div>

@@ -12,7 +12,9 @@ module MwrapReport
   # scan: the pointer scan's summary record, objects: the Ruby object
   # view record (both nil when not taken), series: the window's growth
   # series (MwrapGrowth::Series, nil outside a window).
-  Dump = Struct.new(:header, :sites, :scan, :objects, :series, keyword_init: true)
+  # stacks: a stack_sample dump's stack records (each one line's callers,
+  # scaled; its sites are exact without them), nil otherwise.
+  Dump = Struct.new(:header, :sites, :scan, :objects, :series, :stacks, keyword_init: true)
 
   SORT_KEYS = %w[live total allocations frees lifespan].freeze
   # How sites are grouped (--group): by innermost line (the dump's
@@ -36,6 +38,7 @@ module MwrapReport
       case obj["type"]
       when "header" then dump.header = obj
       when "site" then dump.sites << site_from_json(obj, name, i + 1)
+      when "stack" then (dump.stacks ||= []) << site_from_json(obj, name, i + 1)
       when "scan" then dump.scan = obj
       when "objects" then dump.objects = obj
       when "series" then dump.series = MwrapGrowth::Series.from_h(obj)
@@ -101,6 +104,74 @@ module MwrapReport
     i ? frames[i..] : frames
   end
 
+  # --- callers: which application lines called a library line --------
+
+  # Ruby's own library, gems, and code without a file: frames there are
+  # not the application's (Debian's /usr/lib/ruby and rubygems-integration,
+  # a source build's PREFIX/lib/ruby, gem, bundler and vendor/bundle
+  # directories; the target's own GEM_HOME, GEM_PATH and BUNDLE_PATH come
+  # in the header's "library_dirs").
+  LIBRARY = %r{\A<|/lib/ruby/|/gems/|/rubygems-integration/|/vendor/bundle/}.freeze
+
+  def self.library_path?(path, dirs)
+    LIBRARY.match?(path) || dirs.any? { |d| path.start_with?(d) }
+  end
+
+  # Is FRAME the application's: under FOCUS when given, else outside the
+  # library?
+  def self.app_frame?(frame, focus, dirs)
+    path = frame_parts(frame)[0]
+    focus ? path.start_with?(focus) : !library_path?(path, dirs)
+  end
+
+  # The recorded stacks of DUMP: its stack records, else its sites that
+  # have stacks (a dump whose every site is a stack).
+  def self.stacks_of(dump)
+    dump.stacks&.any? ? dump.stacks : dump.sites.select { |s| s[:stack] }
+  end
+
+  # How many callers a line lists.
+  CALLERS_SHOWN = 3
+  # The caller of stacks without an application frame (shown only beside
+  # real callers).
+  LIBRARY_ONLY = "(library only)"
+
+  # The application callers of each library line of DUMP, by the live
+  # bytes of its stacks: { "path:line" => [["path:line", share], ...] },
+  # heaviest first.  A line of the application's own is its own caller
+  # and has none; a stack with no application frame counts as
+  # "(library only)".
+  def self.callers(dump, focus: nil)
+    dirs = Array(dump.header["library_dirs"])
+    by_line = Hash.new { |h, k| h[k] = Hash.new(0) }
+    stacks_of(dump).each do |s|
+      frames = s[:stack]
+      next if app_frame?(frames.first, focus, dirs)
+
+      app = frames.drop(1).find { |f| app_frame?(f, focus, dirs) }
+      by_line[frame_location(frames.first)][app ? frame_location(app) : LIBRARY_ONLY] += s[:live] || s[:total]
+    end
+    by_line.transform_values do |c|
+      sum = c.values.sum
+      next [] unless sum.positive? && c.any? { |loc, b| b.positive? && loc != LIBRARY_ONLY }
+
+      c.select { |_, b| b.positive? }.sort_by { |loc, b| [-b, loc] }.map { |loc, b| [loc, b.to_f / sum] }
+    end
+  end
+
+  # SITES (rows by line) with each one's :callers from DUMP's stacks.
+  def self.with_callers(dump, sites, focus: nil)
+    return sites if stacks_of(dump).empty?
+
+    c = callers(dump, focus: focus)
+    sites.map { |s| c[s[:location]]&.any? ? s.merge(callers: c[s[:location]]) : s }
+  end
+
+  # "path:line (87%)" for a caller.
+  def self.caller_words(loc, share)
+    format("%s (%.0f%%)", loc, 100 * share)
+  end
+
   # Sites regrouped as GROUP says: "line" (by the innermost line, or the
   # focused one: a dump's own sites when it has no stacks and no focus is
   # asked), "stack" (each stack, cut at the focus: rows keep :stack) or
@@ -112,16 +183,46 @@ module MwrapReport
     sites.each do |s|
       frames = focused(frames_of(s), focus)
       loc = s[:stack] || focus ? frame_location(frames.first) : s[:location]
+      # a line is one row whatever its method's name (Tilt names one
+      # template's method per thread): the names are listed
       key, name = case group
-                  when "stack" then [frames.join("\n"), loc]
+                  when "stack" then [frames.map { |f| frame_location(f) }.join("\n"), loc]
                   when "file" then [file_of(loc)] * 2
                   else [loc] * 2
                   end
-      m = rows[key] ||= { location: name, max_lifespan: nil, stack: group == "stack" && s[:stack] ? frames : nil }
+      stack = group == "stack" && s[:stack] ? frames : nil
+      m = rows[key] ||= { location: name, max_lifespan: nil, stack: stack }
+      m[:stack] = m[:stack].zip(stack).map { |a, b| merge_labels(a, b) } if stack && m[:stack] != stack
       SUMMED.each { |k| m[k] = (m[k] || 0) + s[k] unless s[k].nil? }
       m[:max_lifespan] = [m[:max_lifespan], s[:max_lifespan]].compact.max
     end
     rows.values
+  end
+
+  # DUMP's rows for a report: grouped as GROUP and FOCUS say, selected
+  # as SELECT says (MwrapReport.select's options), and, by line, each
+  # library line with its application callers.
+  def self.view(dump, group: "line", focus: nil, **select)
+    rows = select(group(view_sites(dump, group, focus), group: group, focus: focus), **select)
+    group == "line" ? with_callers(dump, rows, focus: focus) : rows
+  end
+
+  # "path:line in a" and "path:line in b" as "path:line in a, b".
+  def self.merge_labels(a, b)
+    path, line, la = frame_parts(a)
+    lb = frame_parts(b)[2]
+    labels = [la, lb].compact.flat_map { |l| l.split(", ") }.uniq
+    labels.empty? ? "#{path}:#{line}" : "#{path}:#{line} in #{labels.join(', ')}"
+  end
+
+  # What a view regroups: a stack_sample dump's stack records (scaled
+  # estimates) with the sites whose lines have none, for --group=stack
+  # and --focus; its sites otherwise.
+  def self.view_sites(dump, group, focus)
+    return dump.sites unless dump.stacks&.any? && (group == "stack" || focus)
+
+    lines = dump.stacks.to_h { |s| [s[:location], true] }
+    dump.stacks + dump.sites.reject { |s| lines[s[:location]] }
   end
 
   # The title's words for a grouping.
@@ -284,6 +385,9 @@ module MwrapReport
                     unref, s[:total], s[:allocations], num(s[:frees]), mean, growth, s[:location])
       # --group=stack: the callers, under the row
       Array(s[:stack]).drop(1).each { |f| out << "#{' ' * 20}from #{f}\n" }
+      Array(s[:callers]).first(CALLERS_SHOWN).each do |loc, share|
+        out << "#{' ' * 20}called from #{caller_words(loc, share)}\n"
+      end
     end
     out << format("(%d of %d sites shown; %s live in all sites)\n", sites.size, dump.sites.size,
                   human(live_total))
@@ -334,7 +438,8 @@ module MwrapReport
                       "scanned_bytes" => s[:scanned], "unreferenced_bytes" => s[:unref],
                       "unreferenced_count" => s[:unref_count],
                       "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state],
-                      "stack" => s[:stack] }.compact)
+                      "stack" => s[:stack],
+                      "callers" => s[:callers]&.map { |loc, sh| { "location" => loc, "share" => sh.round(4) } } }.compact)
     end
     extra = [dump.scan, dump.objects].compact.map { |r| JSON.generate(r) }
     # the series last: readers of a header, then sites, meet it after them

@@ -36,6 +36,11 @@ static void test_valid(void)
 	   "dump_format:json");
 	ok(parse("dump_fd:2,") == 0 && o.dump_fd == 2, "trailing comma");
 	ok(parse("sample:65536") == 0 && o.sample == 65536, "sample:65536");
+	ok(parse("stacks:8,stack_sample:4096") == 0 && o.stack_sample == 4096 &&
+		   o.sample == 0 && o.stacks == 8, "stack_sample:4096");
+	ok(parse("stack_sample:-1") == -EINVAL &&
+		   parse("stack_sample:2000000000000") == -EINVAL,
+	   "bad stack sample sizes refused");
 	ok(parse("sample:x") == -EINVAL && parse("sample:") == -EINVAL,
 	   "bad sample sizes refused");
 	ok(parse("stacks:16") == 0 && o.stacks == 16, "stacks:16");

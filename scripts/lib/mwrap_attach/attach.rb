@@ -25,6 +25,8 @@ module MwrapAttach
       opts = []
       opts << "sample:#{o[:sample].to_i}" if o[:sample]
       opts << "stacks:#{o[:stacks].to_i}" if o[:stacks]
+      # exact lines, and about one stack per 64 KiB for their callers
+      opts << "stack_sample:#{CLI::DEFAULT_STACKS_SAMPLE}" if o[:stacks] && !o[:sample]
       opts << "lease:#{ControlClient::LEASE_SECONDS}" unless o[:keep]
       interrupt, old_traps = Window.trap_interrupts unless o[:keep]
       t0 = Time.now

@@ -231,6 +231,7 @@ module MwrapAttach
       dump = fetch_dump(tag, scan: o[:scan])
       dump.objects = objects
       dump.header.merge!(gc) if gc
+      dump.header["library_dirs"] = @target.library_dirs
       dump
     end
 

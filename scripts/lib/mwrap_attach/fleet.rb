@@ -59,7 +59,7 @@ module MwrapAttach
     def self.child_args(o, pid)
       args = ["-d", o[:seconds].to_s, "--backend", o[:backend], "--timeout", o[:timeout].to_s]
       args += ["--sample", o[:sample]] if o[:sample]
-      args << "--stacks=#{o[:stacks]}" if o[:stacks]
+      args << (o[:stacks] ? "--stacks=#{o[:stacks]}" : "--no-stacks")
       args << "--objects" if o[:objects]
       args << "--gc" if o[:gc]
       args += ["--dump-all", "#{o[:dump_all]}.#{pid}"] if o[:dump_all]

@@ -83,7 +83,7 @@ module MwrapAttach
       group = v[:group] || "line"
       return MwrapPprof.profile(dump, MwrapReport.select(dump.sites, sort: "live")) if format == "pprof"
 
-      sites = MwrapReport.select(MwrapReport.group(dump.sites, group: group, focus: v[:focus]), sort: "live")
+      sites = MwrapReport.view(dump, group: group, focus: v[:focus], sort: "live")
       return MwrapReport.json(dump, sites) if format == "json"
       return MwrapHtml.page(dump, sites, window: window) if format == "html"
 

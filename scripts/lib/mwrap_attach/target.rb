@@ -21,6 +21,18 @@ module MwrapAttach
       true
     end
 
+    # Where the target keeps gems, from its environment (GEM_HOME,
+    # GEM_PATH, BUNDLE_PATH; absolute paths as it sees them): frames there
+    # are library code beside the paths every Ruby uses
+    # (MwrapReport::LIBRARY).
+    def library_dirs
+      env = File.binread("/proc/#{pid}/environ").split("\0").to_h { |kv| kv.split("=", 2) }
+      dirs = %w[GEM_HOME GEM_PATH BUNDLE_PATH].flat_map { |k| env[k].to_s.split(":") }
+      dirs.select { |d| d.start_with?("/") }.map { |d| "#{d.chomp('/')}/" }.uniq
+    rescue SystemCallError
+      []
+    end
+
     def attached?
       File.read("/proc/#{pid}/maps").include?("libmwrap") && !ControlClient.find(self).nil?
     rescue Errno::EACCES, Errno::ENOENT, Errno::ESRCH
