@@ -277,3 +277,33 @@ def test_window_html_shows_growth_and_the_stacks(spawn, tmp):
     shot = tmp / "window-stacks.png"
     p = chromium([f"--screenshot={shot}", "--window-size=1400,1400", f"file://{page}"], tmp)
     assert p.returncode == 0 and shot.stat().st_size > 10_000, p.stderr
+
+
+@needs_ptrace
+def test_a_cluster_gets_the_callers_in_its_merged_view_first(spawn):
+    """26.2: two processes (-p A,B; --children-of runs the same way), the
+    load all on A: the merged view comes first and names the gem line's
+    callers; --focus ranks the application lines there too."""
+    env = {"GEM_PATH": os.path.dirname(HELPER)}
+    (a, upload, ping, keep), (b, _, _, _) = start_app(spawn, env=env), start_app(spawn, env=env)
+    rounds, size = 60, 65_536
+
+    def serve():
+        a.send(f"serve {rounds} {size}")
+        a.expect("served", timeout=60)
+    for args in ([], ["--focus", APP]):
+        rc, out, err = during_window([ATTACH, "-p", f"{a.pid},{b.pid}", "-d", "4", *args],
+                                     a.pid, serve)
+        assert rc == 0, err
+        merged, _, sections = out.partition(f"\n=== process ")
+        assert merged.startswith("=== merged view of 2 of 2 processes ===\n"), out
+        assert f"=== process {b.pid} ===" in out
+        if not args:
+            assert f"{HELPER}:{keep}" in merged
+            assert f"called from {APP}:{upload} (" in merged, merged
+        else:
+            locs = [l.split()[-1] for l in merged.splitlines()
+                    if l.split() and l.split()[-1].startswith(APP + ":")]
+            assert locs[:2] == [f"{APP}:{upload}", f"{APP}:{ping}"], merged
+    a.finish()
+    b.finish()

@@ -50,6 +50,22 @@ module MwrapGrowth
       new(Array(obj["t"]), Array(obj["live_bytes"]), (obj["sites"] || {}).to_h)
     end
 
+    # Several processes' series, whose windows ran side by side, as one:
+    # sample by sample, the longest one's times, bytes summed where known
+    # (a process whose series ended counts with its last total).
+    def self.merge(list)
+      n = list.map { |s| s.t.size }.max || 0
+      live = (0...n).map { |i| list.sum { |s| s.live[i] || s.live.last || 0 } }
+      sites = {}
+      list.each do |s|
+        s.sites.each do |loc, ys|
+          acc = (sites[loc] ||= Array.new(n))
+          ys.each_with_index { |y, i| acc[i] = (acc[i] || 0) + y if y }
+        end
+      end
+      new(list.max_by { |s| s.t.size }&.t.dup || [], live, sites)
+    end
+
     # LOCATION's trend, or nil when it has too few samples.
     def trend_of(location)
       ys = @sites[location]

@@ -427,46 +427,69 @@ module MwrapReport
            sc["complete"] ? "" : ", STOPPED at the time limit: unreferenced figures are too high")
   end
 
-  def self.json(dump, sites)
+  # DUMP as recorded (its sites ungrouped, its stack records), for a
+  # reader that groups it itself (mwrap-report, a fleet's merge).
+  def self.raw_json(dump)
+    json(dump, dump.sites, stacks: dump.stacks || [])
+  end
+
+  # DUMP's header and SITES as JSON Lines, then STACKS (stack records),
+  # then the series.
+  def self.json(dump, sites, stacks: [])
     series = dump.series unless dump.series&.empty?
-    rows = sites.map do |s|
-      tr = series&.trend_of(s[:location])
-      JSON.generate({ "type" => "site", "location" => s[:location], "total_bytes" => s[:total],
-                      "allocations" => s[:allocations], "frees" => s[:frees], "freed_bytes" => s[:freed],
-                      "live_bytes" => s[:live], "live_count" => s[:live_count],
-                      "age_total" => s[:age_total], "max_lifespan" => s[:max_lifespan],
-                      "scanned_bytes" => s[:scanned], "unreferenced_bytes" => s[:unref],
-                      "unreferenced_count" => s[:unref_count],
-                      "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state],
-                      "stack" => s[:stack],
-                      "callers" => s[:callers]&.map { |loc, sh| { "location" => loc, "share" => sh.round(4) } } }.compact)
-    end
+    rows = sites.map { |s| JSON.generate(record("site", s, series)) }
+    rows += stacks.map { |s| JSON.generate(record("stack", s, nil)) }
     extra = [dump.scan, dump.objects].compact.map { |r| JSON.generate(r) }
     # the series last: readers of a header, then sites, meet it after them
     rows << JSON.generate(series.to_h) if series
     ([JSON.generate(dump.header.merge("type" => "header"))] + extra + rows).join("\n") + "\n"
   end
 
+  # One site (or stack) record of TYPE, with its growth in SERIES.
+  def self.record(type, s, series)
+    tr = series&.trend_of(s[:location])
+    { "type" => type, "location" => s[:location], "total_bytes" => s[:total],
+      "allocations" => s[:allocations], "frees" => s[:frees], "freed_bytes" => s[:freed],
+      "live_bytes" => s[:live], "live_count" => s[:live_count],
+      "age_total" => s[:age_total], "max_lifespan" => s[:max_lifespan],
+      "scanned_bytes" => s[:scanned], "unreferenced_bytes" => s[:unref],
+      "unreferenced_count" => s[:unref_count],
+      "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state],
+      "stack" => s[:stack],
+      "callers" => s[:callers]&.map { |loc, sh| { "location" => loc, "share" => sh.round(4) } } }.compact
+  end
+
   SUMMED = %i[total allocations frees freed live live_count age_total scanned unref unref_count].freeze
 
-  # Many processes' dumps as one (a master's workers): sites summed by
-  # location, header figures summed, pids listed.
-  def self.merge(dumps)
-    sites = {}
-    dumps.each do |d|
-      d.sites.each do |s|
-        m = sites[s[:location]] ||= { location: s[:location], max_lifespan: nil }
-        SUMMED.each { |k| m[k] = (m[k] || 0) + s[k] unless s[k].nil? }
-        m[:max_lifespan] = [m[:max_lifespan], s[:max_lifespan]].compact.max
-      end
+  # Records summed by KEY (a block of a record): a site's location, a
+  # stack's frames; max_lifespan is the largest.
+  def self.sum_by(records)
+    out = {}
+    records.each do |s|
+      m = out[yield(s)] ||= { location: s[:location], max_lifespan: nil, stack: s[:stack] }
+      SUMMED.each { |k| m[k] = (m[k] || 0) + s[k] unless s[k].nil? }
+      m[:max_lifespan] = [m[:max_lifespan], s[:max_lifespan]].compact.max
     end
+    out.values
+  end
+
+  # Many processes' dumps as one (a master's workers): sites summed by
+  # location, stacks by their frames, growth series sample by sample,
+  # header figures summed, pids listed.
+  def self.merge(dumps)
+    sites = sum_by(dumps.flat_map(&:sites)) { |s| s[:stack] ? s[:stack].join("\n") : s[:location] }
+    stacks = dumps.flat_map { |d| d.stacks || [] }
+    series = dumps.map(&:series).compact.reject(&:empty?)
     header = { "pid" => dumps.map { |d| d.header["pid"] }.join(",") }
     %w[rss_bytes malloc_in_use_bytes malloc_free_bytes malloc_arena_bytes tracked_live_bytes
        unknown_frees unknown_freed_bytes net_change_bytes].each do |k|
       header[k] = dumps.sum { |d| d.header[k].to_i } if dumps.all? { |d| d.header[k] }
     end
-    %w[age_unit sample_bytes seconds].each { |k| header[k] = dumps.first&.header&.dig(k) }
-    Dump.new(header: header.compact, sites: sites.values)
+    %w[age_unit sample_bytes stack_sample_bytes seconds].each { |k| header[k] = dumps.first&.header&.dig(k) }
+    header["library_dirs"] = dumps.flat_map { |d| Array(d.header["library_dirs"]) }.uniq
+    Dump.new(header: header.compact, sites: sites,
+             stacks: stacks.empty? ? nil : sum_by(stacks) { |s| s[:stack].join("\n") },
+             series: series.empty? ? nil : MwrapGrowth::Series.merge(series))
   end
 
   # Growth per site between two dumps (like tracemalloc's compare_to):

@@ -8,8 +8,10 @@ require_relative "../mwrap_report"
 
 module MwrapAttach
   # Many processes at once (-p 1,2 or --children-of MASTER): one
-  # mwrap-attach run per pid, then one report with a section per process
-  # and a merged view.
+  # mwrap-attach run per pid (each with our options, writing its dump as
+  # recorded), then one report: the merged view, grouped and focused as
+  # for one process (stacks, callers and growth kept), then a section per
+  # process.
   module Fleet
     extend Fails
 
@@ -29,12 +31,12 @@ module MwrapAttach
       merged = MwrapReport.merge(good.map { |_, dump, _, _| dump })
       merged.header["seconds"] = good.map { |_, d, _, _| d.header["seconds"].to_f }.max
       if o[:format] == "text"
-        text = +""
-        good.each do |pid, dump, _, _|
-          text << "=== process #{pid} ===\n" << Output.render(dump, dump.header["seconds"]&.to_f, "text") << "\n"
-        end
-        text << "=== merged view of #{good.size} of #{pids.size} processes ===\n"
+        # the whole cluster first: load may all land on one worker
+        text = +"=== merged view of #{good.size} of #{pids.size} processes ===\n"
         text << Output.render(merged, merged.header["seconds"], "text")
+        good.each do |pid, dump, _, _|
+          text << "\n=== process #{pid} ===\n" << Output.render(dump, dump.header["seconds"]&.to_f, "text")
+        end
         Output.emit(text, o[:output])
       else
         Output.emit(Output.render(merged, merged.header["seconds"], o[:format]), o[:output])
@@ -74,7 +76,7 @@ module MwrapAttach
     def self.attach_each(pids, o, dir, script)
       runs = pids.map do |pid|
         out = File.join(dir, "#{pid}.json")
-        cmd = [RbConfig.ruby, script, "-p", pid.to_s, "--format=json", "-o", out, *child_args(o, pid)]
+        cmd = [RbConfig.ruby, script, "-p", pid.to_s, "--format=raw", "-o", out, *child_args(o, pid)]
         rd, wr = IO.pipe
         child = Process.spawn(*cmd, err: wr, out: File::NULL)
         wr.close

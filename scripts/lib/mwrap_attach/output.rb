@@ -74,14 +74,16 @@ module MwrapAttach
       e.is_a?(SystemCallError) ? SystemCallError.new(nil, e.errno).message : e.message
     end
 
-    # DUMP's sites ranked by live bytes, in FORMAT (text, json, pprof or
-    # html); WINDOW is the window's length in seconds.
+    # DUMP's sites ranked by live bytes, in FORMAT (text, json, pprof,
+    # html, or raw: the dump as recorded); WINDOW is the window's length in
+    # seconds.
     # Sites are grouped as --group and --focus say (Output.view); pprof
     # keeps every stack as it was recorded.
     def self.render(dump, window, format)
       v = view || {}
       group = v[:group] || "line"
       return MwrapPprof.profile(dump, MwrapReport.select(dump.sites, sort: "live")) if format == "pprof"
+      return MwrapReport.raw_json(dump) if format == "raw"
 
       sites = MwrapReport.view(dump, group: group, focus: v[:focus], sort: "live")
       return MwrapReport.json(dump, sites) if format == "json"
