@@ -33,7 +33,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/libsclog.so build/targets/libslowctor.so
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
-	check-hooks check-layers test-debian13 test-ruby34 test-container
+	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -47,6 +47,7 @@ help:
 	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
 	@echo "make test-ruby34    make test inside a sid root with Ruby 3.4"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
+	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
@@ -222,6 +223,11 @@ test-ruby34:
 test-container: all
 	@scripts/install-deps container
 	MWRAP_TEST_CONTAINER=1 $(PYTEST) -q tests/container
+
+# Debian's Rails under a Puma cluster with keep-alive load (issue 26).
+test-rails: all
+	@scripts/install-deps rails
+	MWRAP_TEST_RAILS=1 $(PYTEST) -q -s tests/rails
 
 fuzz: deps
 	@scripts/fuzz

@@ -1,0 +1,54 @@
+"""Keep-alive HTTP load on a local server, for tests/rails: THREADS
+clients, each on one persistent connection, POST /orders in a loop;
+counts responses and errors per second."""
+import http.client
+import threading
+import time
+
+
+class Load:
+    def __init__(self, port, threads=4):
+        self.port = port
+        self.ok = 0
+        self.errors = []
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self.client, args=(i,), daemon=True)
+                        for i in range(threads)]
+
+    def client(self, n):
+        conn = None
+        i = 0
+        while not self.stop.is_set():
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                conn.request("POST", f"/orders?id={n * 1_000_000 + i}", body=b"",
+                             headers={"Connection": "keep-alive"})
+                r = conn.getresponse()
+                r.read()
+                with self.lock:
+                    if r.status == 200:
+                        self.ok += 1
+                    else:
+                        self.errors.append(f"HTTP {r.status}")
+                i += 1
+            except (OSError, http.client.HTTPException) as e:
+                with self.lock:
+                    self.errors.append(repr(e))
+                conn = None
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def rate(self, seconds):
+        """Responses per second over the next SECONDS."""
+        before = self.ok
+        time.sleep(seconds)
+        return (self.ok - before) / seconds
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=60)

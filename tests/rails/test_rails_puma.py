@@ -1,0 +1,121 @@
+"""Issue 26's answer without expert flags, on Debian's Rails under a Puma
+cluster (make test-rails): a controller keeps the JSON of every order
+(the leak) while rendering the same payload makes the same innermost
+JSON line as garbage.  With no flag but the window and --children-of,
+under keep-alive load, the report names the controller's line as the
+caller of the JSON line, within its first 40 lines, above the render
+line; no request fails and both workers live on."""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from conftest import ATTACH, ptrace_allowed  # noqa: E402
+from load import Load  # noqa: E402
+
+APP = os.path.join(os.path.dirname(__file__), "app")
+CONTROLLER = os.path.join(APP, "app", "controllers", "orders_controller.rb")
+
+
+def rails_missing():
+    if os.environ.get("MWRAP_TEST_RAILS") != "1":
+        return "Rails under Puma runs with make test-rails"
+    if shutil.which("puma") is None:
+        return "puma is not installed (scripts/install-deps rails)"
+    p = subprocess.run(["ruby", "-e", 'require "action_controller/railtie"'],
+                       capture_output=True, timeout=60)
+    return None if p.returncode == 0 else "Rails is not installed (scripts/install-deps rails)"
+
+
+pytestmark = [
+    pytest.mark.skipif(rails_missing() is not None, reason=str(rails_missing())),
+    pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted"),
+]
+
+
+def line_of(path, text):
+    with open(path) as f:
+        return next(i for i, l in enumerate(f, 1) if text in l)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def workers_of(master):
+    with open(f"/proc/{master}/task/{master}/children") as f:
+        return sorted(int(p) for p in f.read().split())
+
+
+@pytest.fixture
+def puma():
+    """A Puma cluster of 2 workers x 4 threads serving the app: (master
+    pid, port, worker pids); stopped afterwards."""
+    port = free_port()
+    p = subprocess.Popen(["puma", "-w", "2", "-t", "4:4", "-b", f"tcp://127.0.0.1:{port}",
+                          "config.ru"], cwd=APP, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        booted = 0
+        while booted < 2:
+            assert time.monotonic() < deadline, "puma's workers never booted"
+            line = p.stdout.readline()
+            assert line, "puma exited"
+            booted += "booted in" in line
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30).read()
+        yield p.pid, port, workers_of(p.pid)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=30)
+
+
+def test_the_controller_is_named_without_flags(puma):
+    master, port, workers = puma
+    leak = line_of(CONTROLLER, "AUDIT << JSON.generate")
+    render = line_of(CONTROLLER, "render json: order")
+    load = Load(port, threads=4)
+    load.start()
+    try:
+        time.sleep(1)
+        before = load.rate(4)
+        p = subprocess.Popen([ATTACH, "--children-of", str(master), "-d", "8"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(2)
+            during = load.rate(5)
+            out, err = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    finally:
+        load.finish()
+    print(f"throughput {before:.0f}/s before, {during:.0f}/s during the window "
+          f"({during / before:.2f}x); {load.ok} responses")
+    assert p.returncode == 0, err
+    assert load.errors == [], load.errors[:5]
+    assert workers_of(master) == workers, "a worker was lost"
+    head = out.splitlines()[:40]
+    named = [i for i, l in enumerate(head) if f"called from {CONTROLLER}:{leak} (" in l]
+    assert named, "\n".join(head)
+    rendered = [i for i, l in enumerate(out.splitlines()) if f"{CONTROLLER}:{render}" in l]
+    assert all(i > named[0] for i in rendered), out
+    # the JSON line it calls is the row just above its callers
+    row = next(l for l in reversed(head[:named[0]]) if not l.lstrip().startswith("called from"))
+    assert re.search(r"/json/common\.rb:\d+$", row), row
