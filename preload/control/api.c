@@ -6,6 +6,7 @@
 #include "control/attach.h"
 #include "core/live.h"
 #include "core/sites.h"
+#include "core/stacks.h"
 #include "core/track.h"
 #include "hook/rbheap.h"
 #include "report/dump.h"
@@ -59,7 +60,7 @@ EXPORT int mw_each(uint64_t min,
 		const struct mw_site *s = mw_site_get(id);
 		struct mw_site_info si;
 
-		if (!s)
+		if (!s || mw_site_is_stack_record(s))	/* its line has it */
 			continue;
 		mw_stats_site(s, &si);
 		if (si.total <= min)
@@ -130,26 +131,30 @@ EXPORT int mw_site_info(uint32_t id, struct mw_site_info *si, char *buf,
 }
 
 struct live_walk {
+	uint32_t id;
 	void (*fn)(uint64_t size, uint64_t generation, void *);
 	void *arg;
 };
 
+/* The site's blocks, those of its sampled stacks included. */
 static void live_one(const struct mw_live_entry *e, void *arg)
 {
 	struct live_walk *w = arg;
 
-	w->fn(mw_live_size(e), mw_live_birth(e), w->arg);
+	if (mw_site_exact_id(mw_live_site(e)) == w->id)
+		w->fn(mw_live_size(e), mw_live_birth(e), w->arg);
 }
 
 EXPORT int mw_site_each_live(uint32_t id,
 			     void (*fn)(uint64_t, uint64_t, void *), void *arg)
 {
-	struct live_walk w = { fn, arg };
+	struct live_walk w = { id, fn, arg };
 
 	if (!mw_site_get(id))
 		return -ENOENT;
 	mw_quiet_enter();
-	mw_live_each(id, live_one, &w);
+	/* one site's entries, or every entry when stacks are sampled */
+	mw_live_each(mw_stack_sample_bytes ? 0 : id, live_one, &w);
 	mw_quiet_leave();
 	return 0;
 }

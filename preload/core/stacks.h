@@ -31,4 +31,14 @@ static inline int mw_site_is_stack_record(const struct mw_site *s)
 	return s->stack && mw_stack_sample_bytes;
 }
 
+/* The site whose exact counts hold a block recorded at site @id: the
+ * line of a stack record, else @id itself.
+ * Context: any, hooks included; never allocates. */
+static inline uint32_t mw_site_exact_id(uint32_t id)
+{
+	const struct mw_site *s = mw_site_get(id);
+
+	return s && mw_site_is_stack_record(s) && s->line_id ? s->line_id : id;
+}
+
 #endif

@@ -4,6 +4,7 @@
 #include "base/bheap.h"
 #include "core/live.h"
 #include "core/sites.h"
+#include "core/stacks.h"
 #include "core/track.h"
 
 #include <errno.h>
@@ -77,8 +78,9 @@ static void take_block(const struct mw_live_entry *e, void *arg)
 	    w->nblocks == w->cap)
 		return;
 	w->blocks[w->nblocks].start = mw_live_ptr(e);
+	/* a sampled stack's block is its line's (exact) */
 	w->blocks[w->nblocks].size_site = mw_live_size(e) |
-					  (uint64_t)site << 40;
+					  (uint64_t)mw_site_exact_id(site) << 40;
 	w->nblocks++;
 }
 
