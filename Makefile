@@ -250,7 +250,7 @@ install: deps-build
 	install -m 0755 preload/libmwrap.so inject/mwrap-inject \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
 	install -m 0644 VERSION $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
-	install -m 0644 man/mwrap-attach.1 man/mwrap.1 \
+	install -m 0644 man/mwrap-attach.1 man/mwrap.1 man/mwrap-report.1 \
 		$(DESTDIR)$(PREFIX)/share/man/man1/
 	cp -L $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/

@@ -33,6 +33,38 @@ def test_every_mwrap_attach_option_is_in_its_man_page():
         assert f"\n.TP\n{code}\n" in page
 
 
+def test_every_mwrap_report_option_is_in_its_man_page():
+    usage = subprocess.run([os.path.join(ROOT, "scripts", "mwrap-report"), "--help"],
+                           capture_output=True, text=True, timeout=30).stdout
+    options = set(re.findall(r"(--[a-z][a-z-]+)", usage))
+    assert {"--focus", "--diff", "--version", "--force"} <= options
+    page = text_of("mwrap-report.1")
+    assert [o for o in sorted(options) if o not in page] == []
+
+
+def test_each_command_has_a_page_man_reads_from_the_tree():
+    """man -l reads each command's page as it is in the source tree."""
+    for page in ("mwrap-attach.1", "mwrap.1", "mwrap-report.1"):
+        p = subprocess.run(["man", "-l", os.path.join(ROOT, "man", page)],
+                           capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "MANPAGER": "cat", "PAGER": "cat"})
+        assert p.returncode == 0 and "SYNOPSIS" in p.stdout, (page, p.stderr)
+
+
+def test_mwrap_report_version_and_no_overwrite(tmp_path):
+    report = os.path.join(ROOT, "scripts", "mwrap-report")
+    p = subprocess.run([report, "--version"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and p.stdout == f"mwrap-report {version()}\n"
+    dump = tmp_path / "d.txt"
+    dump.write_text("100 1 a.rb:1\n")
+    out = tmp_path / "out.txt"
+    out.write_text("keep me")
+    p = subprocess.run([report, "-o", str(out), str(dump)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "exists" in p.stderr and out.read_text() == "keep me"
+    p = subprocess.run([report, "-o", str(out), "--force", str(dump)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "a.rb:1" in out.read_text()
+
+
 def test_every_mwrap_key_is_documented():
     header, = glob.glob(os.path.join(ROOT, "preload", "**", "options.h"),
                         recursive=True)

@@ -119,6 +119,8 @@ static void header_json(struct mw_out *o)
 	mw_out_str(o, age_unit_name());
 	mw_out_chr(o, '"');
 	mw_out_json_u64(o, "sample_bytes", mw_sample_bytes);
+	/* a process without Ruby has only native sites: the report says so */
+	mw_out_str(o, mw_ruby_present ? ",\"ruby\":true" : ",\"ruby\":false");
 	if (mw_stack_sample_bytes)
 		mw_out_json_u64(o, "stack_sample_bytes", mw_stack_sample_bytes);
 	mw_out_json_u64(o, "unknown_frees", st.unknown_frees);

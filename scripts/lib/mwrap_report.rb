@@ -207,6 +207,20 @@ module MwrapReport
     group == "line" ? with_callers(dump, rows, focus: focus) : rows
   end
 
+  # The samples of a pprof profile: every stack as recorded, or with
+  # FOCUS each cut to start at its first frame under it (the
+  # application's line is then the profile's leaf).
+  def self.pprof_sites(dump, focus: nil)
+    return dump.sites unless focus
+
+    view_sites(dump, "stack", focus).map do |s|
+      next s unless s[:stack]
+
+      frames = focused(s[:stack], focus)
+      s.merge(stack: frames, location: frame_location(frames.first))
+    end
+  end
+
   # "path:line in a" and "path:line in b" as "path:line in a, b".
   def self.merge_labels(a, b)
     path, line, la = frame_parts(a)
@@ -306,6 +320,7 @@ module MwrapReport
     first << ", ages in #{h['age_unit']}" if h["age_unit"]
     first << ", allocator #{h['allocator'].tr('-', ' ')}" if h["allocator"].to_s != ""
     out << first
+    out << "no Ruby in this process: every site is a native call site (caller address)" if h["ruby"] == false
     if h["rss_bytes"]
       line = +"RSS #{human(h['rss_bytes'])}"
       line << " | malloc in use #{human(h['malloc_in_use_bytes'])}, " \

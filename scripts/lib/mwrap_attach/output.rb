@@ -82,7 +82,9 @@ module MwrapAttach
     def self.render(dump, window, format)
       v = view || {}
       group = v[:group] || "line"
-      return MwrapPprof.profile(dump, MwrapReport.select(dump.sites, sort: "live")) if format == "pprof"
+      if format == "pprof"
+        return MwrapPprof.profile(dump, MwrapReport.select(MwrapReport.pprof_sites(dump, focus: v[:focus]), sort: "live"))
+      end
       return MwrapReport.raw_json(dump) if format == "raw"
 
       sites = MwrapReport.view(dump, group: group, focus: v[:focus], sort: "live")
