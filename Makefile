@@ -30,7 +30,8 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
-	build/targets/libsclog.so build/targets/libslowctor.so
+	build/targets/libsclog.so build/targets/libslowctor.so \
+	build/targets/mapchurn
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container
