@@ -30,7 +30,8 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
-	build/targets/libsclog.so build/targets/libslowctor.so
+	build/targets/libsclog.so build/targets/libslowctor.so \
+	build/targets/mapchurn
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
@@ -66,7 +67,8 @@ INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/bpfeval.c inject/scprobe.c inject/safepoint.c
 
 C_TESTS = build/tests/test_options build/tests/test_control \
-	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads
+	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
+	build/tests/test_maps
 
 # The GOT patcher's matrix (tests/test_got_matrix.py), after plthook's:
 # an executable and its library built PIE or not, without or with RELRO,
@@ -190,6 +192,12 @@ build/tests/libelfsym-stripped.so: build/tests/libelfsym.so
 build/tests/test_elfsym: tests/c/test_elfsym.c inject/elfsym.c inject/elfsym.h \
 		tests/c/tap.h build/tests/libelfsym.so build/tests/libelfsym-stripped.so
 	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/elfsym.c -ldl
+
+# inject/maps.c, included whole, against a target whose map never holds still
+build/tests/test_maps: tests/c/test_maps.c inject/maps.c inject/maps.h \
+		tests/c/tap.h build/targets/mapchurn
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< -ldl
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: preload/libmwrap.so

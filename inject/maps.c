@@ -4,7 +4,9 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -28,28 +30,185 @@ struct maps_line {
 	char path[PATH_MAX];	/* "" for an anonymous mapping */
 };
 
-/* Calls @fn on each line of process @pid's maps until it returns
- * non-zero.  0, or -errno when the file cannot be read. */
-static int each_line(pid_t pid, int (*fn)(const struct maps_line *, void *),
-		     void *arg)
-{
-	char path[64], buf[PATH_MAX + 256];
-	struct maps_line l;
-	FILE *f;
+/* Whole passes over the file before settling for their union. */
+#define MAPS_PASSES 8
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(buf, sizeof(buf), f)) {
-		l.path[0] = '\0';
-		if (sscanf(buf, "%lx-%lx %7s %lx %31s %lu %4095[^\n]", &l.lo,
-			   &l.hi, l.perms, &l.off, l.dev, &l.ino, l.path) < 6)
+/* /proc/PID/maps, read as one view.  The kernel hands the file out at
+ * most a page per read(), looking at the memory map afresh each time:
+ * in a process that maps and unmaps memory all the time (a 28 KB file
+ * takes 7 reads) the map changes between the reads that make up one
+ * pass, which is then no picture of any one moment.  So whole passes
+ * are repeated until one repeats the pass before it byte for byte; if
+ * MAPS_PASSES never do, the view is the union of their lines: a line
+ * present in any pass is in it, the safe side for every caller (a
+ * lookup finds what was mapped in any pass, the unsafe ranges get every
+ * executable range seen).  Either way the lines are served in address
+ * order, duplicates once. */
+struct maps_view {
+	char *text[MAPS_PASSES];
+	size_t len[MAPS_PASSES];
+	int npass;
+	int agreed;	/* text[npass - 1] repeated text[npass - 2] */
+};
+
+static void view_free(struct maps_view *v)
+{
+	while (v->npass > 0)
+		free(v->text[--v->npass]);
+}
+
+/* One pass over @fd from its start, into a new NUL-terminated buffer of
+ * at least @hint bytes.  0, or -errno (nothing allocated then). */
+static int read_pass(int fd, size_t hint, char **text, size_t *len)
+{
+	size_t cap = hint < 16384 ? 16384 : hint, n = 0;
+	char *buf = malloc(cap), *grown;
+	ssize_t got;
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		goto fail;
+	for (;;) {
+		if (n + 1 == cap) {
+			grown = realloc(buf, cap * 2);
+			if (!grown) {
+				errno = ENOMEM;
+				goto fail;
+			}
+			buf = grown;
+			cap *= 2;
+		}
+		got = read(fd, buf + n, cap - 1 - n);
+		if (got < 0 && errno == EINTR)
 			continue;
-		if (fn(&l, arg))
+		if (got < 0)
+			goto fail;
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	buf[n] = '\0';
+	*text = buf;
+	*len = n;
+	return 0;
+fail:
+	err = errno;
+	free(buf);
+	return -err;
+}
+
+/* Reads process @pid's maps into @v (see struct maps_view).  0, or
+ * -errno with nothing held.  A process that exits meanwhile reads as
+ * empty (or fails with -ESRCH). */
+static int view_read(pid_t pid, struct maps_view *v)
+{
+	char path[64];
+	int fd, ret = 0, i;
+
+	memset(v, 0, sizeof(*v));
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (!v->agreed && v->npass < MAPS_PASSES) {
+		i = v->npass;
+		ret = read_pass(fd, i ? v->len[i - 1] + 4096 : 0, &v->text[i],
+				&v->len[i]);
+		if (ret)
+			break;
+		v->npass++;
+		v->agreed = i > 0 && v->len[i] == v->len[i - 1] &&
+			    !memcmp(v->text[i], v->text[i - 1], v->len[i]);
+	}
+	close(fd);
+	if (ret)
+		view_free(v);
+	return ret;
+}
+
+/* A line of a pass: where it starts, its length without the newline,
+ * and the address it begins with (the sort key). */
+struct line_ref {
+	unsigned long lo;
+	const char *s;
+	size_t n;
+};
+
+static int line_cmp(const void *a, const void *b)
+{
+	const struct line_ref *x = a, *y = b;
+	int c;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	c = memcmp(x->s, y->s, x->n < y->n ? x->n : y->n);
+	return c ? c : x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* Appends the lines of @text to @refs (NULL: only counts them).  Their
+ * number. */
+static size_t split_lines(const char *text, size_t len, struct line_ref *refs)
+{
+	const char *p = text, *end = text + len, *nl;
+	size_t n = 0;
+
+	for (; p < end; p = nl + 1, n++) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if (refs) {
+			refs[n].s = p;
+			refs[n].n = (size_t)(nl - p);
+			refs[n].lo = strtoul(p, NULL, 16);
+		}
+	}
+	return n;
+}
+
+/* Parses one line (@n bytes at @s, no newline) into @l.  0, or -EINVAL
+ * for a line that is not one of maps. */
+static int parse_line(const char *s, size_t n, struct maps_line *l)
+{
+	char buf[PATH_MAX + 256];
+
+	if (n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	l->path[0] = '\0';
+	if (sscanf(buf, "%lx-%lx %7s %lx %31s %lu %4095[^\n]", &l->lo, &l->hi,
+		   l->perms, &l->off, l->dev, &l->ino, l->path) < 6)
+		return -EINVAL;
+	return 0;
+}
+
+/* Calls @fn on each line of @v (the agreed pass, or the union of all),
+ * in address order, until it returns non-zero.  0, or -ENOMEM. */
+static int each_line(const struct maps_view *v,
+		     int (*fn)(const struct maps_line *, void *), void *arg)
+{
+	int first = v->agreed ? v->npass - 1 : 0, i;
+	struct line_ref *refs;
+	struct maps_line l;
+	size_t n = 0, k;
+
+	for (i = first; i < v->npass; i++)
+		n += split_lines(v->text[i], v->len[i], NULL);
+	refs = malloc((n ? n : 1) * sizeof(*refs));
+	if (!refs)
+		return -ENOMEM;
+	for (n = 0, i = first; i < v->npass; i++)
+		n += split_lines(v->text[i], v->len[i], refs + n);
+	qsort(refs, n, sizeof(*refs), line_cmp);
+	for (k = 0; k < n; k++) {
+		if (k && !line_cmp(&refs[k - 1], &refs[k]))
+			continue;
+		if (!parse_line(refs[k].s, refs[k].n, &l) && fn(&l, arg))
 			break;
 	}
-	fclose(f);
+	free(refs);
 	return 0;
 }
 
@@ -88,11 +247,11 @@ static int libc_line(const struct maps_line *l, void *arg)
 	return 0;
 }
 
-/* Where libc is mapped in process @pid; @c->path, if set, gets its
- * path.  0 or -ENOENT (or -errno). */
-static int find_libc(pid_t pid, struct libc_map *c)
+/* Where libc is mapped in @v; @c->path, if set, gets its path.  0,
+ * -ENOENT or -ENOMEM. */
+static int find_libc(const struct maps_view *v, struct libc_map *c)
 {
-	int ret = each_line(pid, libc_line, c);
+	int ret = each_line(v, libc_line, c);
 
 	return ret ? ret : c->base ? 0 : -ENOENT;
 }
@@ -126,13 +285,18 @@ static const char *const leaf_names[] = {
  * dlsym's answer here, moved by the difference of the load bases, is
  * the target's.  Otherwise (a container's libc, another GLIBC_TUNABLES
  * choice) no entry matches and libc stays unsafe as a whole. */
-static void find_leaves(pid_t pid, struct mwi_maps *m)
+static void find_leaves(const struct libc_map *its, struct mwi_maps *m)
 {
-	struct libc_map its = { 0 }, ours = { 0 };
+	struct libc_map ours = { 0 };
+	struct maps_view v;
 	size_t i;
+	int ret;
 
-	if (find_libc(pid, &its) || find_libc(getpid(), &ours) ||
-	    its.ino != ours.ino || strcmp(its.dev, ours.dev))
+	if (view_read(getpid(), &v))
+		return;
+	ret = find_libc(&v, &ours);
+	view_free(&v);
+	if (ret || its->ino != ours.ino || strcmp(its->dev, ours.dev))
 		return;
 	for (i = 0; i < sizeof(leaf_names) / sizeof(leaf_names[0]) &&
 		    m->nleaf < MWI_MAX_LEAF; i++) {
@@ -140,7 +304,7 @@ static void find_leaves(pid_t pid, struct mwi_maps *m)
 
 		/* ours if in our libc's code (not an interposer's) */
 		if (at >= ours.lo_x && at < ours.hi_x)
-			m->leaf[m->nleaf++] = at - ours.base + its.base;
+			m->leaf[m->nleaf++] = at - ours.base + its->base;
 	}
 }
 
@@ -161,20 +325,26 @@ int mwi_maps_read(pid_t pid, struct mwi_maps *m)
 {
 	struct libc_map c = { .path = m->libc_path,
 			      .len = sizeof(m->libc_path) };
+	struct maps_view v;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	ret = find_libc(pid, &c);
+	/* one view for libc and the unsafe ranges: the same moment */
+	ret = view_read(pid, &v);
 	if (ret)
 		return ret;
-	m->libc_base = c.base;
-	m->libc_lo = c.lo_x;
-	m->libc_hi = c.hi_x;
-	m->libc_ino = c.ino;
-	ret = each_line(pid, unsafe_line, m);
+	ret = find_libc(&v, &c);
+	if (!ret) {
+		m->libc_base = c.base;
+		m->libc_lo = c.lo_x;
+		m->libc_hi = c.hi_x;
+		m->libc_ino = c.ino;
+		ret = each_line(&v, unsafe_line, m);
+	}
+	view_free(&v);
 	if (ret)
 		return ret;
-	find_leaves(pid, m);
+	find_leaves(&c, m);
 	return 0;
 }
 
@@ -226,8 +396,13 @@ int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 		  unsigned long *ino, char *shown, size_t len)
 {
 	struct file_query q = { file, 0, 0, shown, len, 0 };
-	int ret = each_line(pid, file_line, &q);
+	struct maps_view v;
+	int ret = view_read(pid, &v);
 
+	if (ret)
+		return ret;
+	ret = each_line(&v, file_line, &q);
+	view_free(&v);
 	if (ret)
 		return ret;
 	if (!q.found)

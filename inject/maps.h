@@ -1,4 +1,9 @@
-/* maps.h - what the injector needs from /proc/PID/maps. */
+/* maps.h - what the injector needs from /proc/PID/maps.
+ *
+ * Every call reads the file afresh as one consistent view, even of a
+ * process that maps and unmaps memory all the time: whole passes until
+ * two agree, else the union of their lines (see maps.c).
+ * Context: the injector's own process, any time (it allocates). */
 #ifndef MWI_MAPS_H
 #define MWI_MAPS_H
 
@@ -25,18 +30,22 @@ struct mwi_maps {
 	int nleaf;
 };
 
-/* Reads /proc/PID/maps.  Returns 0, -ENOENT if no libc is mapped (a
- * static binary), or -errno. */
+/* Reads /proc/PID/maps: libc, the unsafe ranges and the leaves, from one
+ * view.  Returns 0, -ENOENT if no libc is mapped (a static binary, or a
+ * process that exited), or -errno (-ENOMEM).  @m is cleared first. */
 int mwi_maps_read(pid_t pid, struct mwi_maps *m);
 
+/* 1 when @pc is in one of m's unsafe ranges.  Context: any; no
+ * allocation. */
 int mwi_maps_unsafe(const struct mwi_maps *m, uintptr_t pc);
-/* 1 when @pc is the entry of one of m->leaf. */
+/* 1 when @pc is the entry of one of m->leaf.  Context: as above. */
 int mwi_maps_leaf(const struct mwi_maps *m, uintptr_t pc);
 
 /* The offset-0 mapping of @file (as the target names it; a chrooted
  * target's files show in maps under our view of its root, which ends
  * with @file): its base, inode and the path as maps shows it.
- * Returns 0, -ENOENT, or -errno when maps cannot be read. */
+ * Returns 0, -ENOENT, or -errno when maps cannot be read; the outputs are
+ * left unchanged on failure. */
 int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 		  unsigned long *ino, char *shown, size_t len);
 

@@ -2,6 +2,7 @@
 
 require_relative "failure"
 require_relative "injector"
+require_relative "maps"
 
 module MwrapAttach
   # The gdb backend, proven on a process of our own first.
@@ -32,7 +33,7 @@ module MwrapAttach
       w_out.close
       return "cat did not block in read()" unless blocked_in_read?(pid)
 
-      libc = File.foreach("/proc/#{pid}/maps").map { |l| l.split[5] }.find { |f| f.to_s.include?("/libc.so") }
+      libc = Maps.paths(pid).find { |f| f.include?("/libc.so") }
       return "no libc in cat" unless libc
 
       out = IO.popen([injector, "-p", pid.to_s, "--backend=gdb", "--timeout", timeout.to_s,

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "failure"
+require_relative "maps"
 require_relative "paths"
 
 module MwrapAttach
@@ -48,13 +49,8 @@ module MwrapAttach
 
     # The libmwrap.so mapped in the target, as maps names it: [path, deleted?].
     def self.loaded_library(target)
-      File.foreach("/proc/#{target.pid}/maps") do |l|
-        path = l.split(" ", 6)[5].to_s.strip
-        next unless path.match?(%r{/libmwrap\.so( \(deleted\))?\z})
-
-        return [path.delete_suffix(" (deleted)"), path.end_with?(" (deleted)")]
-      end
-      nil
+      path = Maps.paths(target.pid).find { |p| p.match?(%r{/libmwrap\.so( \(deleted\))?\z}) }
+      path && [path.delete_suffix(" (deleted)"), path.end_with?(" (deleted)")]
     rescue SystemCallError
       nil
     end

@@ -2,6 +2,7 @@
 
 require_relative "failure"
 require_relative "control"
+require_relative "maps"
 require_relative "seccomp"
 
 module MwrapAttach
@@ -34,7 +35,7 @@ module MwrapAttach
     end
 
     def attached?
-      File.read("/proc/#{pid}/maps").include?("libmwrap") && !ControlClient.find(self).nil?
+      Maps.paths(pid).any? { |p| p.include?("libmwrap") } && !ControlClient.find(self).nil?
     rescue Errno::EACCES, Errno::ENOENT, Errno::ESRCH
       false
     end
@@ -109,8 +110,7 @@ module MwrapAttach
     # mapped: a statically linked program, where there is no dlopen to
     # call (mwrap-inject would find no libc) and LD_PRELOAD does nothing.
     def self.static_binary!(pid)
-      names = File.foreach("/proc/#{pid}/maps").filter_map { |l| l.split(" ", 6)[5]&.strip }
-      return if names.any? { |n| File.basename(n).match?(/\A(ld-linux|ld-musl|ld\.so|libc[.-])/) }
+      return if Maps.paths(pid).any? { |n| File.basename(n).match?(/\A(ld-linux|ld-musl|ld\.so|libc[.-])/) }
 
       exe = File.readlink("/proc/#{pid}/exe") rescue "its program"
       fail!(EXIT[:library],
