@@ -184,13 +184,13 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 		late = ret == 1;
 		if (late || !strstr(out, "MW_NOSAFE=") ||
 		    now_ms() + 50 >= deadline ||
-		    (kill(pid, 0) && errno == ESRCH))
+		    mwi_proc_gone(pid))
 			break;
 		usleep(50000);
 	}
 	if (verbose)
 		fputs(out, stderr);
-	if (kill(pid, 0) && errno == ESRCH)
+	if (mwi_proc_gone(pid))
 		return mwi_failf(why, EX_GONE, "process", ESRCH,
 				 "the process exited");
 	if ((m = strstr(out, "MW_ERR=")))

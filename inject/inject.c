@@ -287,7 +287,7 @@ static int call_in_some_thread(const struct mwi_request *rq,
 						"finding a safe point",
 						"timed out", 0);
 		}
-		if (kill(rq->pid, 0) && errno == ESRCH)
+		if (mwi_proc_gone(rq->pid))
 			return mwi_fail(why, EX_GONE, "safe-point",
 					"finding a safe point",
 					"the process exited", ESRCH);
@@ -306,11 +306,11 @@ int mwi_inject(const struct mwi_request *rq, int *result,
 	sigset_t guard, old;
 	int ret;
 
-	if (kill(rq->pid, 0) && errno == ESRCH)
+	if (mwi_proc_gone(rq->pid))
 		return mwi_fail(why, EX_NOPROC, "process",
-				"finding the process", "no such pid", ESRCH);
+				"finding the process", "no such pid, or it exited", ESRCH);
 	ret = mwi_maps_read(rq->pid, &maps);
-	if (ret == -ENOENT && kill(rq->pid, 0) && errno == ESRCH)
+	if (ret == -ENOENT && mwi_proc_gone(rq->pid))
 		return mwi_fail(why, EX_NOPROC, "process",
 				"finding the process", "it exited", ESRCH);
 	if (ret == -ENOENT)

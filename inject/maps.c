@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,4 +411,27 @@ int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 	*base = q.base;
 	*ino = q.ino;
 	return 0;
+}
+
+int mwi_proc_gone(pid_t pid)
+{
+	char path[64], buf[256];
+	const char *state;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* "PID (comm) S ...": the state follows the last ')' */
+	state = strrchr(buf, ')');
+	return state && state[1] == ' ' && (state[2] == 'Z' || state[2] == 'X');
 }

@@ -49,4 +49,9 @@ int mwi_maps_leaf(const struct mwi_maps *m, uintptr_t pc);
 int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 		  unsigned long *ino, char *shown, size_t len);
 
+/* 1 when process @pid has exited: no such pid, or a zombie its parent
+ * has not reaped yet (kill(pid, 0) still succeeds then, and its maps
+ * read as empty).  Context: any; no allocation. */
+int mwi_proc_gone(pid_t pid);
+
 #endif

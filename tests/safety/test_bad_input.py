@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, LEAK_RB, TARGETS, attach, helper_answered,
+from conftest import (ATTACH, INJECT, LEAK_RB, TARGETS, attach, helper_answered,
                       ptrace_allowed, run, runtime_dir, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -65,6 +65,12 @@ def test_zombie():
                             f"and its parent {os.getpid()} ({me}) has not reaped it\n"
                             "mwrap-attach: there is nothing left to attach to: "
                             "attach to a live process (ps -ef)\n")
+        # the injector itself takes a zombie for a process that exited,
+        # not for a target that faulted (kill(pid, 0) still succeeds)
+        for backend in ("ptrace", "gdb"):
+            p = run([INJECT, "-p", str(child.pid), f"--backend={backend}",
+                     "/lib/x86_64-linux-gnu/libc.so.6", "strlen", "x"])
+            assert p.returncode == 3 and "it exited" in p.stderr, p.stderr
     finally:
         child.wait()
 
