@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # mwrap-attach — see README.  `make help` lists the targets.
 CC ?= gcc
 CFLAGS ?= -O2 -g

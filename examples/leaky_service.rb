@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A tiny "service" with a native-memory leak, for `make demo`.
 #
 # Each request renders a response (short-lived strings: churn, not a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bpfeval.c - see bpfeval.h */
 #define _GNU_SOURCE
 #include "bpfeval.h"

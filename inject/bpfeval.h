@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bpfeval.h - what a seccomp filter (a classic BPF program) does with
  * one syscall, found by following the program with the syscall's number
  * and architecture known and its arguments and instruction pointer not:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elfsym.c - see elfsym.h */
 #define _GNU_SOURCE
 #include "elfsym.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elfsym.h - dynamic symbol lookup in an ELF file on disk. */
 #ifndef MWI_ELFSYM_H
 #define MWI_ELFSYM_H

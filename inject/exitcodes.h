@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exitcodes.h - mwrap-inject's exit codes, one per failure class.
  * Both backends (inject.c's sequence, gdb.c) return them; the front end
  * reads them by name from `mwrap-inject --exit-codes`, so a number lives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* failure.c - see failure.h */
 #define _GNU_SOURCE
 #include "failure.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* failure.h - how a stage of mwrap-inject reports its failure: the exit
  * code (exitcodes.h), one word naming the stage and the errno for the
  * front end, and the message for people. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdb.c - see gdb.h */
 #define _GNU_SOURCE
 #include "gdb.h"

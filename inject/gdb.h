@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdb.h - the gdb backend: the same call made by `gdb -p PID -batch`.
  *
  * For systems where our own ptrace use is refused or distrusted.  The

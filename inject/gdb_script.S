@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdb_script.S - gdb/attach.py as the NUL-terminated string
  * mwi_gdb_attach_py (gdb.c), so that the script is a file of its own
  * and mwrap-inject still one binary.  The path is relative to the

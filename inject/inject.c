@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inject.c - see inject.h */
 #define _GNU_SOURCE
 #include "inject.h"

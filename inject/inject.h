@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inject.h - the injection sequence: find dlopen in the target's libc,
  * stop one thread at a safe point, guard it against our death, dlopen
  * the library there, call one of its functions, and put everything

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* maps.c - see maps.h */
 #define _GNU_SOURCE
 #include "maps.h"

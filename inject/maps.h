@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* maps.h - what the injector needs from /proc/PID/maps.
  *
  * Every call reads the file afresh as one consistent view, even of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mwrap-inject - load a library into a running process and call one of
  * its functions:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ptrace.c - see ptrace.h */
 #define _GNU_SOURCE
 #include "ptrace.h"

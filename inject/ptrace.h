@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ptrace.h - stopping one thread, moving it to a safe point, and making
  * function calls in it, with everything restored afterwards. */
 #ifndef MWI_PTRACE_H

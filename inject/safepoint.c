@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safepoint.c - see safepoint.h */
 #define _GNU_SOURCE
 #include "safepoint.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safepoint.h - moving a seized thread to a point where calls into it
  * are safe: never inside the allocator, stdio or the loader, which may
  * hold locks the calls need. */

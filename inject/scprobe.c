@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scprobe.c - see scprobe.h */
 #define _GNU_SOURCE
 #include "scprobe.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scprobe.h - what our own seccomp filter does with each syscall an
  * attach makes, found by making it in a child of ours: a target in our
  * own container, with as many filters as we have, runs under the chain

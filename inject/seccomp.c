@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* seccomp.c - judge a target's seccomp filter on the syscalls an attach
  * makes in it (see seccomp.h).
  *

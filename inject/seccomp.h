@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* seccomp.h - what a target's seccomp filter does with the syscalls an
  * attach makes in it.
  *

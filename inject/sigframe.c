@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sigframe.c - see sigframe.h */
 #include "sigframe.h"
 

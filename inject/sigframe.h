@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sigframe.h - the x86-64 kernel's signal frame, as rt_sigreturn reads
  * it at rsp - 8: what a guarded call (ptrace.c) returns through.
  * Copied from the kernel's arch/x86/include/asm/sigframe.h and uapi

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* syscalls.c - see syscalls.h */
 #include "syscalls.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* syscalls.h - the syscalls the injector reasons about, each list
  * written once (x86-64 numbers):
  *  - the ones an attach makes in the target, with how much it needs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inject_abi.h - the contract between inject/ (mwrap-inject, and the
  * front end through it) and the library it loads into a live process.
  * Both sides include this file; nothing here may change without both.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mwrap.h - the exported C API of libmwrap.so.
  *
  * Used by the injector (mw_attach/mw_detach), the Ruby extension and

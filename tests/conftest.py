@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared helpers: paths, bounded process runs, dump parsing."""
 import functools
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Production allocators: jemalloc or tcmalloc preloaded or linked in, and
 a library with an allocator of its own.  Every call must still reach the
 allocator that made the block (a mixed free kills the target)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Live attach: scripts/mwrap-attach + inject/mwrap-inject + libmwrap.so
 on real Ruby and C processes started without any tracer."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A quick smoke run of the benchmark driver: every figure is printed.
 Speed itself is checked by `make bench`, never by a timed test."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Issue 19 item 6's CLI papercuts: -o refuses to overwrite without
 --force and says where it wrote; a report that cannot be written after the
 window goes to stdout with an exit code of its own (15); a static binary

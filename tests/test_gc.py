@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """mwrap-attach --gc (issue 19 item 3): a full GC.start at a Ruby safe
 point just before the final dump, so that a short window's garbage (Ruby
 strings allocated and dropped, not yet collected) no longer outranks a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The GOT patcher over plthook's build matrix (issue 18 item 6).
 
 tests/got_matrix/gotmain.c and its library gotlib.c are built (Makefile,

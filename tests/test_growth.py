@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Growth over the window (issue 19 item 2): the window samples the
 tracked live bytes and the top sites every second; the report gives each
 site's slope and whether it still rose at the end, so a leak (rising to

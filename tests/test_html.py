@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The HTML report: one self-contained page, looked at in headless
 Chromium (its sort script runs; the chart is drawn; a screenshot is
 saved in the test's tmp dir)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The HTML report as a person reads it, in headless Chromium (Debian's):
 sizes in KiB/MiB with exact bytes on hover, a share column, the sorted
 column marked, a long gem path wrapped (full on hover) so the page fits

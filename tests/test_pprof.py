@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pprof output, decoded back with protoc against profile.proto."""
 import gzip
 import os

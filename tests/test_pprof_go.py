@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Our pprof profiles read by the real `go tool pprof` (Debian's
 golang-go): -top gives each Ruby line its own row with its exact bytes,
 native sites show the function the dump named, -diff_base subtracts."""

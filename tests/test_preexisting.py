@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Blocks that existed before the attach (issue 17, item 10): a process
 with a million blocks live before the attach that frees most of them
 during the window shrank, though every block the window made is new.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Preload mode: libmwrap.so via LD_PRELOAD (scripts/mwrap), mwrap's own
 acceptance cases plus ours.  Every process is real and bounded in time."""
 import os

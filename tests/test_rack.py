@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """MwrapRack served by WEBrick in a real process, looked at by headless
 Chromium (Debian's): the sites table, sorted by live bytes, puts the
 leaking line first, and a file name with '<' in it is escaped."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """MwrapRack mounted at /MWRAP, called with hand-built Rack envs (no
 server, no rack gem): every link on its pages resolves under the mount,
 whether the index is asked for as /MWRAP or /MWRAP/, and the sites

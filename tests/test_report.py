@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """mwrap-report on small hand-written dumps (tests/data), and on a dump
 from a real attach."""
 import json

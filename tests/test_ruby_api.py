@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Mwrap Ruby API (ruby-ext/), with the mwrap gem's own test cases:
 under scripts/mwrap (preload), in a process attached late, and without
 libmwrap.so at all."""

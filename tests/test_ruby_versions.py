@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Ruby locations on every Ruby we run on (3.1's frame reads, 3.2+'s
 profiling API) and under YJIT, which does not always keep a frame's pc
 current: each big allocation must land on its own line, exactly."""

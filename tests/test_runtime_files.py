@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The control channel's files and the window's lease (issue 17, items 2,
 5 and 6; issue 15, item 3): the helper's private runtime directory, a
 target that detaches itself when the front end dies mid-window, re-attach

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--stacks: a leak inside one gem-like helper (tests/targets/gemlike/
 helper.rb), called from two application lines of stacks_app.rb at rates
 10:1.  The innermost line is the helper's for both; with stacks the

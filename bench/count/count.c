@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libcount.so - counts malloc-family calls, nothing else.  Preloaded by
  * the benchmark to turn time differences into ns per call.  At exit it
  * appends "calls N" to $COUNT_OUT. */

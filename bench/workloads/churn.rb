@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Single-threaded, malloc-heavy Ruby: JSON generate/parse, strings and
 # arrays built and dropped, with some plain computation between them, at
 # about 2.25 M malloc-family calls per second (the rate of the anchor

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared protocol of the bench workloads: print "ready", wait for "go"
 # on stdin when BENCH_WAIT=1 (so the driver can attach first), run the
 # work, print one "result" line with wall and CPU seconds and peak RSS,

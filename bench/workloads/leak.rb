@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A leak among churn: the line marked "the leak" keeps 1 KiB strings;
 # everything else is freed.  The report should rank that line first.
 require_relative "harness"

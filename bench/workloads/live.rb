@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Many live blocks: BENCH_LIVE strings of 40 bytes (one malloc each, kept
 # in an Array), allocated from one line, then BENCH_CHURN short-lived
 # 40-byte strings (a malloc and a free each) while they are all live:

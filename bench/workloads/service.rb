@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A request loop with a heartbeat: serves fake requests as fast as it can
 # and prints "beat N" (requests served so far) every 0.25 s, until stdin
 # closes.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Many call sites: BENCH_SITES distinct lines (generated and eval'ed in
 # files of 10,000 lines, so that a million sites compile quickly), each
 # allocating a 64-byte string per round; one round's strings are kept,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Four threads: two churn Ruby objects under the GVL, two compress with
 # zlib (whose allocations happen without the GVL, inside libz).
 require "zlib"

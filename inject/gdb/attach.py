@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # attach.py - the gdb backend's program (see inject/gdb.h), run by
 # `gdb -p PID -batch` inside a "python" command.  gdb.c embeds this file
 # at build time and defines before it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bheap.h - a binary heap kept in an array of fixed-size records, in
  * place: no allocation (qsort may malloc), so the dump and the pointer
  * scan can rank and sort with it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* command.c - see command.h */
 #include "base/command.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* command.h - the control file's command language.
  *
  * One command per line:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fmt.c - see fmt.h */
 #include "base/fmt.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fmt.h - buffered output to a file descriptor without malloc or stdio.
  *
  * Used by every dump path (exit, SIGURG helper, control file, Ruby API),

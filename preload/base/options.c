@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* options.c - see options.h */
 #include "base/options.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* options.h - the MWRAP= option string (also the option string given to
  * mw_attach): comma-separated key:value pairs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rundir.c - see rundir.h */
 #define _GNU_SOURCE
 #include "base/rundir.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rundir.h - an attach's private runtime directory.
  *
  * The control file, the answers and the default dump live in a fresh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safefile.c - see safefile.h */
 #define _GNU_SOURCE
 #include "base/safefile.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safefile.h - files we create in the target: never through a symlink,
  * never someone else's, mode 0600. */
 #ifndef MW_SAFEFILE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spin.h - a tiny test-and-test-and-set lock for our own tables.
  *
  * Only ever held inside our code with the thread's recursion guard

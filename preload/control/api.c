@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api.c - the exported C API of mwrap.h: thin wrappers over the core
  * and the readers, for the Ruby extension and tests.
  */

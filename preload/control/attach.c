@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attach.c - late mode: mw_attach() starts a helper thread that hooks
  * the GOT, serves SIGURG and the control file, and undoes it all at
  * detach.  The control file is served by ctl_server.c; with a lease

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attach.h - late mode's life cycle, beside the exported mw_attach and
  * mw_detach (inject_abi.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctl_server.c - see ctl_server.h */
 #define _GNU_SOURCE
 #include "control/ctl_server.h"

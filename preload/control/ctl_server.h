@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctl_server.h - the control channel of an attach: a private runtime
  * directory (rundir.h) holding "ctl", where the front end appends one
  * command a line (command.h), "out", where each gets its answer, and by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fork.c - see fork.h */
 #include "control/fork.h"
 #include "hook/got.h"

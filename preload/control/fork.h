@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fork.h - a child keeps working tables.
  *
  * fork() copies only the calling thread.  A lock another thread held at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* preload.c - preload mode: start-up when LD_PRELOAD'ed (or, dlopen'ed
  * late, the real functions the attach will forward to) and the dump at
  * exit.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sigurg.c - see sigurg.h */
 #define _GNU_SOURCE
 #include "control/sigurg.h"

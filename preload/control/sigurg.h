@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sigurg.h - SIGURG as a dump trigger.
  *
  * The handler only writes to an eventfd (async-signal-safe); the helper

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* counts.c - see counts.h */
 #define _GNU_SOURCE
 #include "core/counts.h"

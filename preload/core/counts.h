@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* counts.h - a site's counters, striped per thread once the site is hot.
  *
  * Every allocation and free adds to its site's counters.  With one set

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hooklist.h - every function we hook, written once.
  *
  * MW_HOOKS(X) calls X(name, ret, params, kind) for each hooked function:

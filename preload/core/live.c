@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* live.c - see live.h */
 #define _GNU_SOURCE
 #include "core/live.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* live.h - the live table: pointer -> (site id, size, birth) for every
  * block allocated while tracking.
  *

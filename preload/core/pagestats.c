@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pagestats.c - see pagestats.h */
 #include "core/pagestats.h"
 #include "base/spin.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pagestats.h - statistics of Ruby heap pages (Mwrap::HeapPageBody):
  * how many were mapped and unmapped while tracking, and the lifespans,
  * in GC generations, of the unmapped ones (Welford's running mean and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* poscache.c - see poscache.h */
 #include "core/poscache.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* poscache.h - the Ruby position cache: (pc, iseq) -> site, in front
  * of the location lookup, so that a hit needs neither the line (Ruby
  * searches the iseq's line table for it) nor the path.  Valid while the

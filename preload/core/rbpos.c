@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbpos.c - see rbpos.h */
 #define _GNU_SOURCE
 #include "core/rbpos.h"

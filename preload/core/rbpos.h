@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbpos.h - optional Ruby awareness: the source location of the current
  * allocation, when the calling thread may ask Ruby for it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* real.c - see real.h */
 #define _GNU_SOURCE
 #include "core/real.h"

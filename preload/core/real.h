@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* real.h - the real allocator functions, and the bootstrap arena that
  * serves allocations made while they are being looked up.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sample.c - see sample.h */
 #include "core/sample.h"
 

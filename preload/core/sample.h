@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sample.h - Poisson sampling by bytes (as tcmalloc and jemalloc heap
  * profiling do): on average one allocation per mw_sample_bytes bytes is
  * recorded, and each recorded one stands for the allocations it

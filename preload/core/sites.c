@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sites.c - see sites.h */
 #define _GNU_SOURCE
 #include <urcu-bp.h>	/* before rculfhash.h: selects the bp flavour */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sites.h - one record per allocation call site.
  *
  * A site is keyed by a Ruby source location ("path:line") or, outside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stacks.c - see stacks.h */
 #include "core/stacks.h"
 #include "base/fmt.h"

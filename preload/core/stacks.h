@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stacks.h - the site of a Ruby stack (--stacks, MWRAP=stacks:N): a
  * cache from the frames just taken (mw_ruby_stack) to their site, and
  * the naming of the frames ("path:line in label" each) on a miss.

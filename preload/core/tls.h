@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.h - the per-thread state every hook reads, and whether hooks
  * record at all.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* track.c - see track.h */
 #define _GNU_SOURCE
 #include "core/track.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* track.h - what the hooks record: allocations and frees into the site
  * table and the live table.  The only writer of the live table (live.h).
  */

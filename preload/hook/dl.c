@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dl.c - the dlopen/dlclose hooks: objects loaded after the attach
  * (`require 'zlib'`) get their GOT slots patched too, and the records of
  * unloaded objects are pruned.

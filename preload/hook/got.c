@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* got.c - see got.h */
 #define _GNU_SOURCE
 #include "hook/got.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* got.h - late hooking by rewriting GOT slots.
  *
  * For every loaded object except ld.so, the vdso, libmwrap itself and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* malloc.c - the malloc family as we export it.
  *
  * Preloaded, these definitions interpose libc's; attached late, the GOT

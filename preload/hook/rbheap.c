@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbheap.c - see rbheap.h.  The GOT patcher points libruby's mmap/munmap
  * slots at mw_hook_mmap/munmap (hooklist.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbheap.h - Ruby heap pages (Mwrap::HeapPageBody).
  *
  * Ruby >= 3.1 gets its object heap pages with mmap, not posix_memalign

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trampoline.c - where calls made by the injector return to.
  *
  * mwrap-inject calls functions of ours in a thread it has hijacked.

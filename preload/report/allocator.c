@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* allocator.c - see allocator.h */
 #define _GNU_SOURCE
 #include "report/allocator.h"

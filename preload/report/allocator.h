@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* allocator.h - which allocator the process's malloc belongs to.
  *
  * Sizes and "malloc in use" mean different things under glibc, jemalloc

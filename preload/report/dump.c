@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dump.c - see dump.h */
 #define _GNU_SOURCE
 #include "report/dump.h"

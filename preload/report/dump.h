@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dump.h - writes the site table to a file descriptor.
  *
  * The same writer serves the exit dump, SIGURG (via the helper thread),

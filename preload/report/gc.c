@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gc.c - see gc.h */
 #include "report/gc.h"
 #include "report/rbcall.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gc.h - a full garbage collection (GC.start) run by a Ruby thread at a
  * safe point (rbjob.h), so that a dump taken after it counts only the
  * malloc'd memory Ruby still holds, not that of garbage objects not yet

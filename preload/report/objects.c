@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* objects.c - see objects.h
  *
  * Ruby is reached through rbcall.h (dlsym, rb_protect).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* objects.h - the Ruby object view, taken by a Ruby thread at a safe
  * point without any prior `require` in the target.
  *

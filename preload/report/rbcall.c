@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbcall.c - see rbcall.h */
 #define _GNU_SOURCE
 #include "report/rbcall.h"

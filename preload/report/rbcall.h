@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbcall.h - calling Ruby from the library, which cannot link against
  * libruby (it also loads into processes without Ruby): Ruby's C API
  * found by dlsym, and calls made under rb_protect.  The few object-layout

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbjob.c - see rbjob.h */
 #define _GNU_SOURCE
 #include "report/rbjob.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbjob.h - runs a function on a Ruby thread at a safe point, asked for
  * by the helper thread, which cannot call Ruby itself.
  *

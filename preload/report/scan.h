@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scan.h - "leaked or still referenced?": a conservative pointer scan.
  *
  * Every private writable mapping of the process (data and bss, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c - see stats.h */
 #include "report/stats.h"
 #include "core/live.h"

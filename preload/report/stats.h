@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.h - figures read from the site and live tables: one site's
  * derived figures and the tracer's totals.  The dump, the object view,
  * the control server and the C API all read them here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* symbolize.c - see symbolize.h */
 #define _GNU_SOURCE
 #include "report/symbolize.h"

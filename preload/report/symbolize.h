@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* symbolize.h - a site's name for people: its Ruby location, or where
  * its caller's address lies (object, symbol, offset), found at dump time.
  */

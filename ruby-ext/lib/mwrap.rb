@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 #
 # The Mwrap module, compatible with the mwrap gem's API, over the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 #
 # MwrapRack: a Rack app showing what libmwrap.so records in this process.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 #
 # Growth over a window: a per-second series of tracked live bytes, for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 #
 # A dump as a pprof profile (gzip'd profile.proto, what pprof, Pyroscope

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 #
 # Reading dumps and rendering reports, for mwrap-report and mwrap-attach.

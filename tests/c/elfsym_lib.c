@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A small library for tests/c/test_elfsym.c: a function, an object, an
  * import, and code bytes found nowhere else. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* live_fixture.h - what the live table's unit tests share: made-up
  * pointers in 1 MiB regions (the table never touches a block), a usable
  * size they can predict, live.c's shard and slot choice, and a census of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tap.h - a minimal Test Anything Protocol helper for C unit tests. */
 #ifndef MW_TAP_H
 #define MW_TAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the control-file command parser (preload/base/command.c). */
 #include <errno.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the ELF symbol lookup (inject/elfsym.c), on a library
  * built for them (tests/c/elfsym_lib.c, next to this binary as
  * libelfsym.so and, stripped, libelfsym-stripped.so) and on files that

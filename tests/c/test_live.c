@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the live table (preload/core/live.c), against live.h's
  * contracts: insert/replace/remove/take, unknown removes counted with the
  * allocator's usable size, the watch bit, clear, growth, a full table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit test of the live table (preload/core/live.c) under threads:
  * several threads inserting and removing at once in shared regions
  * (shared shards and locks, growth under contention) while a reader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the maps reader (inject/maps.c), included whole so
  * that its view (passes until two agree, else their union) is checked
  * directly:

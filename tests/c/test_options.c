@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the MWRAP= option parser (preload/base/options.c). */
 #include <errno.h>
 #include <string.h>

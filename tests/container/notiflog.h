@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* notiflog.h - the USER_NOTIF syscall logger shared by sctarget.c and
  * sclog.c: answers every notification of the filter @*listener with
  * "continue" and sets bit NR of @main_seen (the thread @main_tid) or of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libsclog.so - the syscall logger of sctarget's log mode for a Ruby
  * target (tests/container/sclog.rb, through Fiddle): sclog_start()
  * puts the calling thread, and the threads it creates from then on,

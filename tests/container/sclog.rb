@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A Ruby target whose main thread (and the threads it starts, such as an
 # attach's helper) runs under libsclog.so's syscall logger.  Prints
 # "ready leak_line=N", then one answer per command on stdin:

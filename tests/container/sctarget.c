@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A target under a seccomp filter of the test's choosing.  Prints
  * "ready", then reads commands on stdin until it closes:
  *

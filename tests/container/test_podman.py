@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A real container runtime (podman, `make test-container`): a Ruby
 service (tests/targets/leak.rb, driven on stdin) in a container with the
 runtime's DEFAULT seccomp profile and --cap-add=SYS_PTRACE, attached from

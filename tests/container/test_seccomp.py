@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Seccomp-filtered targets (tests/container/sctarget.c): the list of
 syscalls an attach makes is complete, a filter that would kill on one of
 them is refused with the syscall named and the target untouched, a

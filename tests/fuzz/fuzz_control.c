@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the control-file command parser takes bytes from a
  * file any process of the target's user can write. */
 #include <stdint.h>

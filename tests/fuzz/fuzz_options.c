@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the MWRAP= / mw_attach option parser must never
  * crash, overrun or accept malformed input half-way. */
 #include <stdint.h>

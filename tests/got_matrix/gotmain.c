@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gotmain.c - the GOT matrix target (tests/test_got_matrix.py): an
  * executable and a library it links (gotlib.c), both built in one of
  * plthook's combinations of PIE, RELRO, binding and -fno-plt, each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sites.h - the call sites of the GOT matrix target: one function per
  * allocator entry point, each with exactly one call, so that a dump names
  * it once (SITE_PREFIX exe_ in gotmain.c, lib_ in gotlib.c).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Keep-alive HTTP load on a local server, for tests/rails: THREADS
 clients, each on one persistent connection, POST /orders in a loop;
 counts responses and errors per second."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Issue 26's answer without expert flags, on Debian's Rails under a Puma
 cluster (make test-rails): a controller keeps the JSON of every order
 (the leak) while rendering the same payload makes the same innermost

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The malloc storm of test_matrix.py with each production allocator
 preloaded: blocks made before the attach are freed while attached and
 after the detach, from 1 and 4 threads, and the storm checks its own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bad input and permissions: each gets one clear message and a
 documented exit code, and the target is left untouched."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A call of ours that outlives the injector's --timeout (issue 17, item
 11).  The injected dlopen() runs library constructors under the loader
 lock; one that takes 3 s is still inside the loader when a 1 s timeout

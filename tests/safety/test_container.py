@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The container case without a Docker engine: a target in its own
 mount and pid namespaces whose root is a minimal chroot built here, with
 Ruby and its libraries but neither libmwrap.so nor liburcu, attached from

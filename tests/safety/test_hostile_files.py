@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Files planted by another user (issue 17, items 1 and 2).
 
 mwrap-attach runs as root against processes of other users and of

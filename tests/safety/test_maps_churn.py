@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Attaching to a process whose memory map never holds still (issue 25,
 item 2).
 

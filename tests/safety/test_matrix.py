@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The injection safety matrix (research/injection.md §9): each hazard a
 naive injector trips on, as a real target that checks itself.  Every case
 runs MWRAP_SAFETY_REPEAT times (2 in `make test`, 20 in `make

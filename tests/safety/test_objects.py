@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The object view must not disturb its target: it signals the process's
 threads (a marked SIGURG, then Ruby's own SIGVTALRM to the main thread
 when every thread is blocked) and runs Ruby code at a safe point.  Idle

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Safety-matrix target: one mode per hazard for an injector.  Prints
  * "ready", then behaves as its mode says until stdin closes, then prints
  * one result line and exits 0 (1 when it detects damage).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A single thread inside libc's memset/memcpy nearly all the time: it
  * clears and refills a big buffer (64 MiB by default, argv[1] in MiB) in
  * a loop and checks samples of each copy.  No malloc after the start,

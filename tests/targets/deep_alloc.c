@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libdeepalloc.so: a minimal allocator of its own (a bump arena), the
  * dependency that libdeep.so reaches through RTLD_DEEPBIND.  A free of a
  * block it did not make aborts, so a mixed free cannot go unnoticed;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libdeep.so for deepbind.c: keeps and drops blocks through the malloc
  * its own lookup scope finds.  Linked against libdeepalloc and loaded with
  * RTLD_DEEPBIND, its GOT reaches libdeepalloc while the rest of the process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A process with two allocators: libdeep.so (libdeepalloc, loaded with
  * RTLD_DEEPBIND) beside glibc's malloc everywhere else.  Prints "ready
  * PID", then obeys one command per line:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 require 'fiddle'
 ptrs = Array.new(100_000)
 i = 0

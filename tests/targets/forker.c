@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Forks N children (argv[1]) while two threads allocate and free without
  * pause.  Each child allocates from its own thread and from the forking
  * one, then exits 0.  All threads share one malloc arena, so the children

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Growth-series target: a leak that rises to the end beside a cache that
 # fills, then levels off.  Prints "ready ... leak_line=L cache_line=C",
 # then on "go" starts a loop of 50 ms ticks: each tick keeps one string of

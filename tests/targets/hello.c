@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A non-Ruby target: allocates at a known function, checks that failed
  * allocations keep libc's contract (NULL, errno ENOMEM, a failed realloc
  * leaves the block intact), prints a line. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* THREADS threads (argv[1]) each make COUNT allocations (argv[2]) of 100
  * bytes from one call site, hot_alloc, all at once (a barrier starts
  * them), free nine in ten and keep the rest until exit: the counts in a

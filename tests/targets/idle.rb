@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # An idle Ruby process for the object view: every thread blocked for
 # SECONDS (argv[1], default 3) in one way (argv[0]), then it prints what
 # the blocking call returned and how long it took, and exits.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Attach-test target.  Prints "ready PID", then obeys one command per
 # line on stdin, answering each:
 #   leak N SIZE   keeps N strings of SIZE bytes (allocated on LEAK_LINE)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A process whose memory map never holds still: NTHREADS threads
  * (argv[1], default 4) each keep 64 slots of anonymous memory and, in a
  * tight loop, replace a random slot: munmap the old mapping (after

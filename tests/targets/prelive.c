@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A C target with many blocks live before any attach.
  *
  *   prelive N SIZE	allocates N blocks of SIZE bytes, prints "ready"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Ruby threads being raised into and killed while we attach: Thread#raise
 # and Thread#kill make Ruby send SIGVTALRM to threads with pthread_kill.
 # Prints "ready", and on stdin EOF "rthreads ok raised" if raises arrived.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Target for the pointer scan and the object view.  "go N" keeps N
 # strings of 4,000 bytes (referenced from a global) and leaks N
 # Fiddle.malloc blocks of 4,000 bytes (addresses dropped), then prints

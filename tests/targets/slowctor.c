@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* slowctor.c - a library whose constructor runs for 3 s, during which
  * the thread that dlopen()s it holds the loader lock (glibc runs
  * constructors under it).  Injected with a shorter --timeout, the call

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # --stacks target: a service whose leak is one gem-like helper
 # (gemlike/helper.rb) called from two application lines at very
 # different rates.  Prints "ready PID upload_line=N ping_line=N

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A malloc/free storm in N threads (argv[1], default 4) that checks its
  * own data; exits 0 on stdin EOF, or after argv[2] seconds (default 5). */
 #include <poll.h>

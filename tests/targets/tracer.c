@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Holds another process traced (PTRACE_SEIZE, no stop) until stdin
  * closes: the "already traced by a debugger" case. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A tight loop with live vector registers and no syscalls: all 16 XMM
  * registers (with "ymm", all 16 YMM registers, whose upper halves only
  * the AVX part of the extended state holds) keep known values through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A master with N forked workers (argv[0], default 2), like Puma or
 # Unicorn: each worker keeps allocating 1,000-byte strings on WORK_LINE
 # (holding the last 3,000) until killed.  The master prints

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Builds mwrap_ext.so, the Ruby side of the Mwrap API.  It only talks to
 # libmwrap.so through the C API in preload/mwrap.h, found at run time.
 require "mkmf"

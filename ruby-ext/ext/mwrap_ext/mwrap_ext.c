@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mwrap_ext.c - the Mwrap Ruby API (mwrap-compatible) over libmwrap.so's
  * exported C API.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 
 # mwrap-attach's failures: one exit code per failure class, each raised

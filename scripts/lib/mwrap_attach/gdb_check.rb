@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 
 require_relative "failure"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A gem-like helper for tests/targets/stacks_app.rb: one line allocates
 # (and keeps) for every caller, so its innermost line alone says nothing
 # of who leaks.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Keeps the JSON of every order for an audit trail it never trims: the
 # leak.  The response renders the same payload, whose JSON is garbage
 # made on the same line of the json library.
