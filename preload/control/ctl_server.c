@@ -29,9 +29,9 @@
 #define GC_START_MS 5000	/* the same for gc */
 
 /* The server's state: written by mw_ctl_open before the helper serves,
- * then owned by the helper thread, except what mw_ctl_at_exit reads on
- * the exiting thread (opts, rundir, dump_path, lease_ns: unchanged
- * while attached). */
+ * then owned by the helper thread, except what mw_ctl_at_exit uses on
+ * the exiting thread: opts, dump_path, lease_ns (unchanged while
+ * attached) and rundir (under dump_lock). */
 static const struct mw_options *opts;
 static struct mw_rundir rundir = { -1, "" };
 static char dump_path[PATH_MAX];
@@ -46,7 +46,10 @@ static int line_too_long;
 static uint64_t last_stats_ns, last_stats_allocs;
 /* Held across each dump to a path: the helper's dumps and the exiting
  * thread's final one (mw_ctl_at_exit) would otherwise write the same
- * temporary name (PATH.tmpPID) at once. */
+ * temporary name (PATH.tmpPID) at once.  Also held wherever the runtime
+ * directory is removed or closed while attached, so that the exiting
+ * thread and the helper (a detach, a lease that runs out) never work on
+ * it at once. */
 static int dump_lock;
 
 static void drain(int fd)
@@ -455,20 +458,30 @@ void mw_ctl_close(int remove)
 		mw_rundir_close(&rundir);
 }
 
+/* Leaves the runtime directory holding the dump alone, as a detach does
+ * (its path was said at attach), and closes it.  Context: dump_lock
+ * held. */
+static void leave_dump_locked(void)
+{
+	if (rundir.fd >= 0) {
+		unlinkat(rundir.fd, "ctl", 0);
+		unlinkat(rundir.fd, "out", 0);
+	}
+	mw_rundir_close(&rundir);
+}
+
 void mw_ctl_finish(int discard, int restored)
 {
 	char num[24];
 
-	if (discard) {
-		mw_rundir_remove(&rundir);
-	} else {
+	if (!discard)
 		dump_to(dump_path, NULL);
-		if (rundir.fd >= 0) {
-			unlinkat(rundir.fd, "ctl", 0);
-			unlinkat(rundir.fd, "out", 0);
-		}
-		mw_rundir_close(&rundir);
-	}
+	mw_spin_lock(&dump_lock);
+	if (discard)
+		mw_rundir_remove(&rundir);
+	else
+		leave_dump_locked();
+	mw_spin_unlock(&dump_lock);
 	mw_fmt_u64(num, (uint64_t)restored);
 	mw_ctl_answer("ok detach restored_slots=", num);
 	mw_ctl_close(0);
@@ -476,8 +489,14 @@ void mw_ctl_finish(int discard, int restored)
 
 void mw_ctl_at_exit(void)
 {
-	if (lease_ns)	/* a window: its front end reports the exit */
-		mw_rundir_remove(&rundir);
-	else
+	if (!lease_ns) {	/* --keep: the dump where the attach said */
 		dump_to(dump_path, NULL);
+		mw_spin_lock(&dump_lock);
+		leave_dump_locked();
+		mw_spin_unlock(&dump_lock);
+		return;
+	}
+	mw_spin_lock(&dump_lock);	/* a window: its front end reports it */
+	mw_rundir_remove(&rundir);
+	mw_spin_unlock(&dump_lock);
 }

@@ -58,10 +58,12 @@ void mw_ctl_linger(void);
  * Context: the helper thread, or a forked child's atfork handler. */
 void mw_ctl_close(int remove);
 
-/* The target exits while attached: the final dump (waiting for one the
- * helper is writing), or, for a leased window, the directory removed
- * (its front end reports the exit).  Context: the exiting thread's
- * atexit handler, tracking off. */
+/* The target exits while attached.  With --keep (no lease): the final
+ * dump to the dump path, the runtime directory left with only it, as a
+ * detach leaves it.  In a window (a lease): the directory removed (its
+ * front end reports the exit).  Waits for a dump the helper is writing
+ * (dump_lock).  Context: the exiting thread's atexit handler, tracking
+ * off; no allocation, no stdio. */
 void mw_ctl_at_exit(void);
 
 #endif
