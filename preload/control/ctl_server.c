@@ -30,11 +30,13 @@
 
 /* The server's state: written by mw_ctl_open before the helper serves,
  * then owned by the helper thread, except what mw_ctl_at_exit uses on
- * the exiting thread: opts, dump_path, lease_ns (unchanged while
- * attached) and rundir (under dump_lock). */
+ * the exiting thread: opts, dump_path, exit_path, lease_ns (unchanged
+ * while attached), lease_end (read atomically) and rundir (under
+ * dump_lock). */
 static const struct mw_options *opts;
 static struct mw_rundir rundir = { -1, "" };
 static char dump_path[PATH_MAX];
+static char exit_path[PATH_MAX];	/* a window's table at exit */
 static char named_path[PATH_MAX];	/* a command's plain name, joined */
 static int ctl_fd = -1, out_fd = -1, ino_fd = -1;
 static uint64_t lease_ns, lease_end;	/* 0: no lease */
@@ -48,8 +50,8 @@ static uint64_t last_stats_ns, last_stats_allocs;
  * thread's final one (mw_ctl_at_exit) would otherwise write the same
  * temporary name (PATH.tmpPID) at once.  Also held wherever the runtime
  * directory is removed or closed while attached, so that the exiting
- * thread and the helper (a detach, a lease that runs out) never work on
- * it at once. */
+ * thread never writes into a directory the helper is removing (a lease
+ * that runs out as the process exits). */
 static int dump_lock;
 
 static void drain(int fd)
@@ -391,6 +393,7 @@ int mw_ctl_open(const struct mw_options *o)
 		memcpy(dump_path, opts->dump_path, sizeof(dump_path));
 	else
 		mw_rundir_join(&rundir, "dump", dump_path, sizeof(dump_path));
+	mw_rundir_join(&rundir, MW_CTL_EXIT_DUMP, exit_path, sizeof(exit_path));
 	fd = mw_rundir_create(&rundir, "out", O_WRONLY | O_APPEND);
 	if (fd < 0)
 		return fd;
@@ -435,7 +438,9 @@ int mw_ctl_wake_fd(void)
 
 int mw_ctl_lease_expired(void)
 {
-	return lease_ns && mw_monotonic_ns() > lease_end;
+	/* the helper writes lease_end; the exiting thread reads it too */
+	return lease_ns &&
+	       mw_monotonic_ns() > __atomic_load_n(&lease_end, __ATOMIC_RELAXED);
 }
 
 int mw_ctl_dump(void)
@@ -489,6 +494,9 @@ void mw_ctl_finish(int discard, int restored)
 
 void mw_ctl_at_exit(void)
 {
+	struct mw_dump_req req = { opts->dump_min, MW_FORMAT_JSON, 0, NULL,
+				   NULL, NULL };
+
 	if (!lease_ns) {	/* --keep: the dump where the attach said */
 		dump_to(dump_path, NULL);
 		mw_spin_lock(&dump_lock);
@@ -496,7 +504,12 @@ void mw_ctl_at_exit(void)
 		mw_spin_unlock(&dump_lock);
 		return;
 	}
-	mw_spin_lock(&dump_lock);	/* a window: its front end reports it */
-	mw_rundir_remove(&rundir);
+	/* A window: the final table for its front end, which reports it and
+	 * removes the directory; if the front end is gone too (its lease
+	 * ran out), or the table cannot be written, nothing is left. */
+	mw_spin_lock(&dump_lock);
+	if (rundir.fd >= 0 && (mw_ctl_lease_expired() ||
+			       mw_safe_replace(exit_path, 0, write_dump, &req)))
+		mw_rundir_remove(&rundir);
 	mw_spin_unlock(&dump_lock);
 }
