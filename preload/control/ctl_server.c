@@ -30,12 +30,14 @@
 #define GC_START_MS 5000	/* the same for gc */
 
 /* The server's state: written by mw_ctl_open before the helper serves,
- * then owned by the helper thread, except what mw_ctl_at_exit reads on
- * the exiting thread (opts, rundir, dump_path, lease_ns: unchanged
- * while attached). */
+ * then owned by the helper thread, except what mw_ctl_at_exit uses on
+ * the exiting thread: opts, dump_path, exit_path, lease_ns (unchanged
+ * while attached), lease_end (read atomically) and rundir (under
+ * dump_lock). */
 static const struct mw_options *opts;
 static struct mw_rundir rundir = { -1, "" };
 static char dump_path[PATH_MAX];
+static char exit_path[PATH_MAX];	/* a window's table at exit */
 static char named_path[PATH_MAX];	/* a command's plain name, joined */
 static int ctl_fd = -1, out_fd = -1, ino_fd = -1;
 static uint64_t lease_ns, lease_end;	/* 0: no lease */
@@ -47,7 +49,10 @@ static int line_too_long;
 static uint64_t last_stats_ns, last_stats_allocs;
 /* Held across each dump to a path: the helper's dumps and the exiting
  * thread's final one (mw_ctl_at_exit) would otherwise write the same
- * temporary name (PATH.tmpPID) at once. */
+ * temporary name (PATH.tmpPID) at once.  Also held wherever the runtime
+ * directory is removed or closed while attached, so that the exiting
+ * thread never writes into a directory the helper is removing (a lease
+ * that runs out as the process exits). */
 static int dump_lock;
 
 static void drain(int fd)
@@ -389,6 +394,7 @@ int mw_ctl_open(const struct mw_options *o)
 		memcpy(dump_path, opts->dump_path, sizeof(dump_path));
 	else
 		mw_rundir_join(&rundir, "dump", dump_path, sizeof(dump_path));
+	mw_rundir_join(&rundir, MW_CTL_EXIT_DUMP, exit_path, sizeof(exit_path));
 	fd = mw_rundir_create(&rundir, "out", O_WRONLY | O_APPEND);
 	if (fd < 0)
 		return fd;
@@ -433,7 +439,9 @@ int mw_ctl_wake_fd(void)
 
 int mw_ctl_lease_expired(void)
 {
-	return lease_ns && mw_monotonic_ns() > lease_end;
+	/* the helper writes lease_end; the exiting thread reads it too */
+	return lease_ns &&
+	       mw_monotonic_ns() > __atomic_load_n(&lease_end, __ATOMIC_RELAXED);
 }
 
 int mw_ctl_dump(void)
@@ -456,20 +464,30 @@ void mw_ctl_close(int remove)
 		mw_rundir_close(&rundir);
 }
 
+/* Leaves the runtime directory holding the dump alone, as a detach does
+ * (its path was said at attach), and closes it.  Context: dump_lock
+ * held. */
+static void leave_dump_locked(void)
+{
+	if (rundir.fd >= 0) {
+		unlinkat(rundir.fd, "ctl", 0);
+		unlinkat(rundir.fd, "out", 0);
+	}
+	mw_rundir_close(&rundir);
+}
+
 void mw_ctl_finish(int discard, int restored)
 {
 	char num[24];
 
-	if (discard) {
-		mw_rundir_remove(&rundir);
-	} else {
+	if (!discard)
 		dump_to(dump_path, NULL);
-		if (rundir.fd >= 0) {
-			unlinkat(rundir.fd, "ctl", 0);
-			unlinkat(rundir.fd, "out", 0);
-		}
-		mw_rundir_close(&rundir);
-	}
+	mw_spin_lock(&dump_lock);
+	if (discard)
+		mw_rundir_remove(&rundir);
+	else
+		leave_dump_locked();
+	mw_spin_unlock(&dump_lock);
 	mw_fmt_u64(num, (uint64_t)restored);
 	mw_ctl_answer("ok detach restored_slots=", num);
 	mw_ctl_close(0);
@@ -477,8 +495,22 @@ void mw_ctl_finish(int discard, int restored)
 
 void mw_ctl_at_exit(void)
 {
-	if (lease_ns)	/* a window: its front end reports the exit */
-		mw_rundir_remove(&rundir);
-	else
+	struct mw_dump_req req = { opts->dump_min, MW_FORMAT_JSON, 0, NULL,
+				   NULL, NULL };
+
+	if (!lease_ns) {	/* --keep: the dump where the attach said */
 		dump_to(dump_path, NULL);
+		mw_spin_lock(&dump_lock);
+		leave_dump_locked();
+		mw_spin_unlock(&dump_lock);
+		return;
+	}
+	/* A window: the final table for its front end, which reports it and
+	 * removes the directory; if the front end is gone too (its lease
+	 * ran out), or the table cannot be written, nothing is left. */
+	mw_spin_lock(&dump_lock);
+	if (rundir.fd >= 0 && (mw_ctl_lease_expired() ||
+			       mw_safe_replace(exit_path, 0, write_dump, &req)))
+		mw_rundir_remove(&rundir);
+	mw_spin_unlock(&dump_lock);
 }

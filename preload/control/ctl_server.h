@@ -12,6 +12,9 @@
 
 #include "base/options.h"
 
+/* The name, in the runtime directory, of a window's table at exit. */
+#define MW_CTL_EXIT_DUMP "exit.json"
+
 /* Makes the runtime directory with new "out" and "ctl" files and takes
  * the dump path, lease and dump format from @o (kept: it must outlive
  * the attach).  Returns 0 or -errno; an error the front end should see
@@ -59,10 +62,15 @@ void mw_ctl_linger(void);
  * Context: the helper thread, or a forked child's atfork handler. */
 void mw_ctl_close(int remove);
 
-/* The target exits while attached: the final dump (waiting for one the
- * helper is writing), or, for a leased window, the directory removed
- * (its front end reports the exit).  Context: the exiting thread's
- * atexit handler, tracking off. */
+/* The target exits while attached.  With --keep (no lease): the final
+ * dump to the dump path, the runtime directory left with only it, as a
+ * detach leaves it.  In a window (a lease): the table as a JSON dump
+ * (every site, as "dump --json") in MW_CTL_EXIT_DUMP, the directory
+ * left for the front end, which reports the exit from it and removes
+ * it; removed at once when the lease ran out (the front end is gone
+ * too) or the dump failed.  Waits for a dump the helper is writing
+ * (dump_lock).  Context: the exiting thread's atexit handler, tracking
+ * off; no allocation, no stdio. */
 void mw_ctl_at_exit(void);
 
 #endif

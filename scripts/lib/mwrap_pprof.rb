@@ -24,6 +24,7 @@
 # line: `pprof -traces` shows the stacks, `-top -cum` ranks the callers.
 require "stringio"
 require "zlib"
+require_relative "mwrap_report"
 
 module MwrapPprof
   # Protobuf wire format: varints (type 0) and length-delimited fields
@@ -143,6 +144,7 @@ module MwrapPprof
         comments << str("sampled: one allocation per ~#{header['sample_bytes']} bytes, scaled")
       end
       comments << str("mwrap-attach pid #{header['pid']}") if header["pid"]
+      comments << str(MwrapReport.exit_line(header)) if header["exited_after_seconds"]
       tail = Wire.int(10, (header["seconds"].to_f * 1e9).to_i) +
              Wire.bytes(11, Wire.int(1, str("space")) + Wire.int(2, str("bytes"))) +
              Wire.packed(13, comments) + Wire.int(14, str("inuse_space"))

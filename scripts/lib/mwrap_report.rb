@@ -321,6 +321,7 @@ module MwrapReport
     first << ", ages in #{h['age_unit']}" if h["age_unit"]
     first << ", allocator #{h['allocator'].tr('-', ' ')}" if h["allocator"].to_s != ""
     out << first
+    out << exit_line(h) if h["exited_after_seconds"]
     out << "no Ruby in this process: every site is a native call site (caller address)" if h["ruby"] == false
     if h["rss_bytes"]
       line = +"RSS #{human(h['rss_bytes'])}"
@@ -362,6 +363,18 @@ module MwrapReport
     format("full GC (GC.start) run at a Ruby safe point before this dump, in %.1f ms: " \
            "tracked live %s before, %s after",
            h["gc_ms"].to_f, human(h["gc_live_before_bytes"].to_i), human(h["gc_live_after_bytes"].to_i))
+  end
+
+  # A process that exited during mwrap-attach's window (header fields
+  # set by its lib/mwrap_attach/exited.rb): its table as it exited, or
+  # only the top sites of the window's last sample.
+  def self.exit_line(h)
+    gone = format("the process exited %.1f s into the window", h["exited_after_seconds"].to_f)
+    return "#{gone}: this is its table as it exited" unless h["exit_partial_top"]
+
+    format("%s without writing its table (killed by a signal?): PARTIAL report, only the top %d sites " \
+           "of the window's last sample (%.1f s in)", gone, h["exit_partial_top"].to_i,
+           h["exit_partial_sample_seconds"].to_f)
   end
 
   # All tracked live bytes over the window, from its series.

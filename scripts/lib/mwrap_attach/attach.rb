@@ -3,6 +3,7 @@
 
 require_relative "failure"
 require_relative "control"
+require_relative "exited"
 require_relative "gdb_check"
 require_relative "injector"
 require_relative "output"
@@ -39,18 +40,33 @@ module MwrapAttach
              "in the target's filesystem), or mwrap-attach -p #{target.pid} --dump; stop with --detach"
         return EXIT[:ok]
       end
-      dump = window = series = nil
+      dump = window = series = last = exited = nil
       chan.leased do
-        window, series = Window.run(target, chan, o, interrupt)
-        dump = chan.final_dump(o, "final")
+        window, series, last, exited = Window.run(target, chan, o, interrupt)
+        dump = chan.final_dump(o, "final") unless exited
+      rescue Failure
+        raise if target.alive?
+
+        exited = true
       end
+      dump = Exited.dump(target, chan, o, window, series, last) if exited
       dump.series = series
-      ans = chan.command("detach --discard")
-      warn "mwrap-attach: detached (#{ans})"
+      detach(target, chan) unless exited
       Output.emit(Output.render(dump, window, o[:format]), o[:output])
-      EXIT[:ok]
+      exited ? EXIT[:exited] : EXIT[:ok]
     ensure
       old_traps&.each { |sig, handler| trap(sig, handler) }
+    end
+
+    # Ends the window on CHAN; a target that exits just then leaves its
+    # runtime directory (with its exit dump) to us.
+    def self.detach(target, chan)
+      warn "mwrap-attach: detached (#{chan.command('detach --discard')})"
+    rescue Failure
+      raise if target.alive?
+
+      chan.remove_dir
+      warn "mwrap-attach: process #{target.pid} exited as the window ended"
     end
   end
 end

@@ -25,6 +25,10 @@ module MwrapAttach
     # for this long (we renew it every second).
     LEASE_SECONDS = 10
 
+    # The table a window's target writes in the directory as it exits
+    # (ctl_server.h: MW_CTL_EXIT_DUMP).
+    EXIT_DUMP = "exit.json"
+
     attr_reader :path
 
     # Did the command succeed?  (Its answer is "ok ..." or "error: ...".)
@@ -234,6 +238,29 @@ module MwrapAttach
       dump.header.merge!(gc) if gc
       dump.header["library_dirs"] = @target.library_dirs
       dump
+    end
+
+    # The table the target wrote as it exited during a window (a Dump), or
+    # nil when it left none (killed by a signal: nothing runs at exit).
+    def exit_dump
+      MwrapReport.parse(open_file(EXIT_DUMP, File::RDONLY, &:read), "#{path}/#{EXIT_DUMP}")
+    rescue Failure, SystemCallError, ArgumentError
+      nil
+    end
+
+    # Removes the runtime directory of a target that exited, with what is
+    # in it (its exit dump, ctl, out, scratch files of commands cut short),
+    # through our descriptor of it: its name no longer resolves from the
+    # target once it is gone.  Best effort.
+    def remove_dir
+      here = "/proc/self/fd/#{@dir.fileno}"
+      Dir.children(here).each { |name| unlink(name) }
+      # the directory by its name in its parent, if that is still it
+      up = "#{here}/../#{File.basename(path)}"
+      st = File.lstat(up)
+      Dir.rmdir(up) if st.ino == @dir.stat.ino && st.dev == @dir.stat.dev
+    rescue SystemCallError
+      nil
     end
 
     private

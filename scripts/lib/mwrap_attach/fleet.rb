@@ -98,7 +98,9 @@ module MwrapAttach
       results = runs.map do |r|
         _, status = Process.wait2(r[:child])
         r[:reader].join
-        dump = MwrapReport.parse(File.read(r[:out]), r[:out]) if status.success? && File.size?(r[:out])
+        # a process that exited mid-window has its report too
+        made = status.success? || status.exitstatus == EXIT[:exited]
+        dump = MwrapReport.parse(File.read(r[:out]), r[:out]) if made && File.size?(r[:out])
         [r[:pid], dump, status.exitstatus || 1, r[:last]]
       end
       trap("INT", old_int)

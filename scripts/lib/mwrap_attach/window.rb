@@ -8,7 +8,7 @@ require_relative "../mwrap_report"
 
 module MwrapAttach
   # The sampling window: its growth series, its status display, its end
-  # (time, Ctrl-C or TERM) and the target exiting meanwhile.
+  # (time, Ctrl-C or TERM, or the target exiting: see exited.rb).
   module Window
     extend Fails
 
@@ -24,26 +24,32 @@ module MwrapAttach
     # sites per sample in the growth series
     SERIES_TOP = 20
 
-    # Runs the window on CHAN until o[:seconds] passed or INTERRUPT was
-    # seen: [its length in seconds, its growth series (MwrapGrowth::Series,
-    # one sample a second)].
+    # Runs the window on CHAN until o[:seconds] passed, INTERRUPT was
+    # seen or the target exited: [its length in seconds, its growth series
+    # (MwrapGrowth::Series, one sample a second), its last sample (a dump
+    # of the top sites, or nil), whether the target exited].
     def self.run(target, chan, o, interrupt)
       started = Time.now
       series = MwrapGrowth::Series.new
       status = StatusPrinter.new(chan, o, started) unless o[:quiet_status]
-      last = nil
+      last = top = nil
       until interrupt[:seen] || Time.now - started >= o[:seconds]
-        fail!(EXIT[:target_gone], "process #{target.pid} exited during the window") unless target.alive?
+        unless target.alive?
+          status&.close
+          return [Time.now - started, series, top, true]
+        end
+
         if last.nil? || Time.now - last >= 1
           last = Time.now
-          top = sample(chan, series, last - started)
-          status&.tick(top)
+          now = sample(chan, series, last - started)
+          top = now || top
+          status&.tick(now)
         end
         sleep [0.25, o[:seconds] - (Time.now - started)].min.clamp(0.01, 0.25)
       end
-      top = sample(chan, series, Time.now - started)
-      status&.tick(top, final: true)
-      [Time.now - started, series]
+      now = sample(chan, series, Time.now - started)
+      status&.tick(now, final: true)
+      [Time.now - started, series, now || top, false]
     end
 
     # One sample of the series, T seconds in: the top sites by live bytes
@@ -51,13 +57,19 @@ module MwrapAttach
     # when the target did not answer (no sample then).
     def self.sample(chan, series, t)
       top = chan.fetch_dump("top", top: SERIES_TOP)
-      # by location: with --stacks several sites (stacks) share one line
-      by_line = Hash.new(0)
-      top.sites.each { |s| by_line[s[:location]] += s[:live].to_i }
-      series.add(t, top.header["tracked_live_bytes"].to_i, by_line)
+      add(series, t, top)
       top
     rescue Failure
       nil
+    end
+
+    # Adds DUMP's SERIES_TOP sites with most live bytes to SERIES, T
+    # seconds in.
+    def self.add(series, t, dump)
+      # by location: with --stacks several sites (stacks) share one line
+      by_line = Hash.new(0)
+      dump.sites.max_by(SERIES_TOP) { |s| s[:live].to_i }.each { |s| by_line[s[:location]] += s[:live].to_i }
+      series.add(t, dump.header["tracked_live_bytes"].to_i, by_line)
     end
   end
 
@@ -93,6 +105,11 @@ module MwrapAttach
       end
     rescue Failure
       nil
+    end
+
+    # Ends a terminal's status line (redrawn in place) before others.
+    def close
+      $stderr.print "\n" if @tty && @last && !@o[:watch]
     end
 
     private
