@@ -65,7 +65,7 @@ deps-build:
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/ptrace.c inject/sigframe.c inject/syscalls.c inject/maps.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
-	inject/bpfeval.c inject/scprobe.c inject/safepoint.c
+	inject/bpfeval.c inject/scprobe.c inject/safepoint.c inject/vecvictim.c
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \

@@ -18,6 +18,7 @@
 #include "inject.h"
 #include "seccomp.h"
 #include "syscalls.h"
+#include "vecvictim.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -48,7 +49,8 @@ static void usage(FILE *f)
 "each syscall an attach makes, one line each; exit 0 safe, 10 refuse (a\n"
 "call would kill it, or a required one is denied), 11 cannot be shown\n"
 "safe.  mwrap-inject --list-syscalls: those syscalls.\n"
-"mwrap-inject --exit-codes: NAME NUMBER MEANING of each exit code.\n");
+"mwrap-inject --exit-codes: NAME NUMBER MEANING of each exit code.\n"
+"mwrap-inject --vector-victim: the gdb probe's victim (vecvictim.h).\n");
 }
 
 /* "NAME N what" per exit code: the front end's only source of them */
@@ -96,6 +98,7 @@ int main(int argc, char **argv)
 		{ "check-seccomp", no_argument, NULL, 'S' },
 		{ "list-syscalls", no_argument, NULL, 'L' },
 		{ "exit-codes", no_argument, NULL, 'E' },
+		{ "vector-victim", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static char libpath[PATH_MAX];
@@ -137,6 +140,8 @@ int main(int argc, char **argv)
 		case 'S':
 			check_seccomp = 1;
 			break;
+		case 'V':
+			return mwi_vector_victim();
 		case 'L':
 			mwi_sc_list(stdout);
 			return EX_OK;

@@ -32,6 +32,21 @@ exit $rc
 """
 
 
+# a gdb that leaves a register of the thread it called into changed, as
+# Debian 12's gdb 13.1 does to the AVX-512 state on a CPU that lays it out
+# unlike Intel's (the thread it interrupted in an EVEX memcpy copied
+# garbage): it passes the blocked-thread probe, not the vector one
+DAMAGING_GDB = """#!/bin/sh
+{gdb} "$@"
+rc=$?
+while [ $# -gt 0 ]; do
+	[ "$1" = -p ] && {gdb} -p "$2" -batch -nx -ex 'set $xmm3.v2_int64[0] = 5' >/dev/null 2>&1
+	shift
+done
+exit $rc
+"""
+
+
 def assert_refused_untouched(p, t):
     """P (an attach with --backend=gdb) was refused with the fix, and
     target T was never touched: nothing loaded, its read goes on."""
@@ -55,6 +70,27 @@ def test_a_gdb_that_kills_what_it_calls_into_is_refused(spawn, tmp, n):
     assert t.expect("got") == "got untouched"
     rc, rest, _ = t.finish()
     assert rc == 0 and rest[0] == "done lines=1 eintr=0", rest
+
+
+@pytest.mark.parametrize("n", range(REPEAT))
+def test_a_gdb_that_damages_vector_registers_is_refused(spawn, tmp, n):
+    """25.3: the probe's vector victim (every vector register live in a
+    running thread) catches a gdb that gives a register back changed."""
+    fake = tmp / "gdb"
+    fake.write_text(DAMAGING_GDB.format(gdb=shutil.which("gdb")))
+    fake.chmod(0o755)
+    env = {"PATH": f"{tmp}:{os.environ['PATH']}"}
+    check = run([ATTACH, "--check-gdb"], env=env, timeout=120)
+    assert check.returncode == 7, check.stderr
+    assert "lost its" in check.stderr and "registers" in check.stderr, check.stderr
+    t = spawn([BLOCKER, "read"])
+    t.expect("ready")
+    p = run([ATTACH, "-p", str(t.pid), "--keep", "--backend=gdb"], env=env, timeout=120)
+    assert_refused_untouched(p, t)
+    t.send("untouched")
+    assert t.expect("got") == "got untouched"
+    rc, _, _ = t.finish()
+    assert rc == 0
 
 
 def test_the_gdb_at_hand_attaches_or_is_refused_untouched(spawn):

@@ -17,7 +17,54 @@ module MwrapAttach
 
       fail!(EXIT[:no_gdb], "this gdb cannot restore the processes it calls into here: #{problem}",
             "use the native backend (--backend=ptrace), or gdb 14 or later " \
-            "(Debian 12's gdb 13.1 loses a thread's extended state on CPUs with AMX)")
+            "(Debian 12's gdb 13.1 loses a thread's extended state on CPUs with AMX, " \
+            "and misplaces AVX-512 state where the CPU lays it out unlike Intel's)")
+    end
+
+    # The two probes: a thread blocked in a system call, and one running
+    # with every vector register live.  nil when both passed.
+    def self.fault(injector, timeout)
+      blocked_fault(injector, timeout) || vector_fault(injector, timeout)
+    end
+
+    # gdb calls into a thread of mwrap-inject --vector-victim while it
+    # runs with known values in every vector register the CPU has (zmm0-31
+    # and k1-k7 with AVX-512): they must be intact after.  Debian 12's
+    # gdb 13.1 writes the AVX-512 state back at Intel's offsets, and a
+    # thread in an EVEX memcpy (data in ymm16-31) of a CPU that lays it
+    # out otherwise copies garbage.  nil when it passed.
+    def self.vector_fault(injector, timeout)
+      r_in, w_in = IO.pipe
+      r_out, w_out = IO.pipe
+      pid = Process.spawn(injector, "--vector-victim", in: r_in, out: w_out, err: File::NULL)
+      r_in.close
+      w_out.close
+      ready = IO.select([r_out], nil, nil, 10) && r_out.gets
+      return "the vector probe did not start" unless ready&.start_with?("ready ")
+
+      which = ready.split[1]
+      libc = Maps.paths(pid).find { |f| f.include?("/libc.so") }
+      return "no libc in the vector probe" unless libc
+
+      out = IO.popen([injector, "-p", pid.to_s, "--backend=gdb", "--timeout", timeout.to_s,
+                      libc, "strlen", "mwrap"], err: %i[child out], &:read)
+      return "gdb could not call into a running thread: #{out.lines.last.to_s.strip}" unless out =~ /^result=5$/
+
+      # a block or two more, so that the damage, if any, is seen
+      sleep 1
+      w_in.close
+      said = (IO.select([r_out], nil, nil, 10) && r_out.read).to_s
+      _, status = Process.wait2(pid)
+      pid = nil
+      return nil if status.success? && said.start_with?("ok")
+
+      "a thread it called into while it ran lost its #{which} registers (#{said.strip.inspect})"
+    ensure
+      [w_in, r_out].each { |io| io&.close unless io&.closed? }
+      if pid
+        Process.kill(:KILL, pid) rescue nil
+        Process.wait(pid) rescue nil
+      end
     end
 
     # Debian 12's gdb 13.1 on a CPU with AMX cannot write the extended
@@ -26,7 +73,7 @@ module MwrapAttach
     # hand first calls into a child of our own blocked in read() (cat on a
     # pipe), which must then echo a line and exit 0; only then does it touch
     # the target.  nil when it passed, else what went wrong.
-    def self.fault(injector, timeout)
+    def self.blocked_fault(injector, timeout)
       r_in, w_in = IO.pipe
       r_out, w_out = IO.pipe
       pid = Process.spawn("cat", in: r_in, out: w_out, err: File::NULL)
@@ -74,6 +121,6 @@ module MwrapAttach
       false
     end
 
-    private_class_method :fault, :blocked_in_read?
+    private_class_method :fault, :blocked_fault, :vector_fault, :blocked_in_read?
   end
 end
