@@ -345,3 +345,11 @@ def chromium(args, tmp):
                 "--disable-quic", "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--hide-scrollbars",
                 f"--user-data-dir={tmp / 'chrome-profile'}"] + args, timeout=120)
+
+
+def fiddle_leak():
+    """tests/targets/fiddle_leak.rb (100,000 x Fiddle.malloc(1024), half
+    freed): (its text, the line of its Fiddle.malloc)."""
+    with open(os.path.join(ROOT, "tests", "targets", "fiddle_leak.rb")) as f:
+        text = f.read()
+    return text, next(i for i, l in enumerate(text.splitlines(), 1) if "Fiddle.malloc" in l)

@@ -4,7 +4,7 @@ acceptance cases plus ours.  Every process is real and bounded in time."""
 import os
 import pytest
 
-from conftest import (LIB, MWRAP, TARGETS, parse_dump,
+from conftest import (LIB, MWRAP, TARGETS, fiddle_leak, parse_dump,
                       parse_json_dump, run)
 
 HELLO = '("helloworld"*1000).clear'
@@ -57,9 +57,9 @@ def test_dump_path_appends(tmp):
     assert path.read_text().count("# mwrap-attach") == 2
 
 
-# 100,000 x Fiddle.malloc(1024) on line 5, half of them freed
-with open(os.path.join(os.path.dirname(__file__), "targets", "fiddle_leak.rb")) as _f:
-    FIDDLE_LEAK = _f.read() + 'puts "leaked"\n'
+# 100,000 x Fiddle.malloc(1024) on line FIDDLE_LINE, half of them freed
+FIDDLE_LEAK, FIDDLE_LINE = fiddle_leak()
+FIDDLE_LEAK += 'puts "leaked"\n'
 
 
 def test_fiddle_leak_attributed_to_its_line(tmp):
@@ -72,7 +72,7 @@ def test_fiddle_leak_attributed_to_its_line(tmp):
     assert p.stdout == "leaked\n"
     header, sites = parse_json_dump(path.read_text())
     assert header["pid"] > 0 and header["age_unit"] == "gc_generations"
-    site = sites[f"{script}:5"]
+    site = sites[f"{script}:{FIDDLE_LINE}"]
     # 100,000 x 1024 bytes, plus the few small method-cache allocations
     # Ruby 3.1 makes the first time a line calls a method
     assert 100_000 <= site["allocations"] <= 100_050
@@ -256,14 +256,14 @@ def test_sampled_mode_estimates_the_leak(tmp):
     assert p.returncode == 0, p.stderr
     header, sites = parse_json_dump(path.read_text())
     assert header["sample_bytes"] == 16384
-    site = sites[f"{script}:5"]
+    site = sites[f"{script}:{FIDDLE_LINE}"]
     # ~6,250 samples for 102.4 MB: the estimate's relative error is ~1.3%
     # (1/sqrt(6250)); allow 10%
     assert abs(site["total_bytes"] - 102_400_000) < 10_240_000
     assert abs(site["allocations"] - 100_000) < 10_000
     assert abs(site["live_bytes"] - 51_200_000) < 5_120_000
     top = max(sites.values(), key=lambda s: s["live_bytes"])
-    assert top["location"] == f"{script}:5"
+    assert top["location"] == f"{script}:{FIDDLE_LINE}"
 
 
 def test_sampled_text_header(tmp):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import MWRAP, ROOT, attach, parse_dump, ptrace_allowed, run
+from conftest import MWRAP, ROOT, attach, fiddle_leak, parse_dump, ptrace_allowed, run
 
 EXT = os.path.join(ROOT, "ruby-ext", "lib")
 RUBY = ["ruby", "-w", "--disable=gems", "-I", EXT, "-rmwrap"]
@@ -123,9 +123,9 @@ def test_total_bytes():
     assert p.returncode == 0, p.stderr
 
 
-# the mwrap article's script, after the Fiddle leak (line 5)
-with open(os.path.join(ROOT, "tests", "targets", "fiddle_leak.rb")) as _f:
-    ARTICLE = _f.read() + """\
+# the mwrap article's script, after the Fiddle leak (line FIDDLE_LINE)
+FIDDLE_LEAK, FIDDLE_LINE = fiddle_leak()
+ARTICLE = FIDDLE_LEAK + """\
 require 'mwrap'
 results = []
 Mwrap.each do |location, total, allocations, frees, age_total, max_lifespan|
@@ -144,7 +144,7 @@ def test_the_article_script_runs_unchanged(tmp):
     p = run([MWRAP, "ruby", "-I", EXT, str(script)])
     assert p.returncode == 0, p.stderr
     loc, growth, allocs, frees = p.stdout.splitlines()[0].split()
-    assert loc == f"{script}:5"
+    assert loc == f"{script}:{FIDDLE_LINE}"
     assert abs(int(growth) - 51_200_000) < 51_200
     assert 100_000 <= int(allocs) <= 100_050 and 50_000 <= int(frees) <= 50_050
 
