@@ -30,7 +30,8 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
-	build/targets/libsclog.so build/targets/libslowctor.so
+	build/targets/libsclog.so build/targets/libslowctor.so \
+	build/targets/statics build/targets/statics-stripped
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
@@ -88,7 +89,8 @@ gotm_exe = $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie) \
 
 PRODUCT = preload/libmwrap.so inject/mwrap-inject ruby-ext/lib/mwrap_ext.so
 
-build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) $(GOTM_BINS) build/bench/libcount.so
+build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) $(GOTM_BINS) build/bench/libcount.so \
+	build/bench/manysites
 
 product: $(PRODUCT)
 
@@ -104,6 +106,11 @@ ruby-ext/lib/mwrap_ext.so: ruby-ext/ext/mwrap_ext/mwrap_ext.c \
 build/bench/libcount.so: bench/count/count.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+# a dump of 100,000 native sites, timed (bench/symbols/manysites.c)
+build/bench/manysites: bench/symbols/manysites.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -o $@ $< -ldl
 
 # the version is written once, in VERSION
 build/preload/report/dump.o: VERSION
@@ -129,6 +136,10 @@ inject/mwrap-inject: $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h 
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread -ldl
+
+# the same program without .symtab (.dynsym stays: -rdynamic's exports)
+build/targets/statics-stripped: build/targets/statics
+	strip --strip-all -o $@ $<
 
 # a target under a seccomp filter of the test's choosing
 build/targets/sctarget: tests/container/sctarget.c tests/container/notiflog.h
