@@ -110,7 +110,7 @@ build/bench/libcount.so: bench/count/count.c
 # a dump of 100,000 native sites, timed (bench/symbols/manysites.c)
 build/bench/manysites: bench/symbols/manysites.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -o $@ $< -ldl
+	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -ldl
 
 # the version is written once, in VERSION
 build/preload/report/dump.o: VERSION
