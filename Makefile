@@ -67,7 +67,8 @@ INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/bpfeval.c inject/scprobe.c inject/safepoint.c
 
 C_TESTS = build/tests/test_options build/tests/test_control \
-	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads
+	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
+	build/tests/test_symtab
 
 # The GOT patcher's matrix (tests/test_got_matrix.py), after plthook's:
 # an executable and its library built PIE or not, without or with RELRO,
@@ -184,6 +185,9 @@ build/got_matrix/%/gotmain: tests/got_matrix/gotmain.c tests/got_matrix/sites.h 
 # each parser's unit test, with the parser's own source
 build/tests/test_options: preload/base/options.c
 build/tests/test_control: preload/base/command.c
+# the dump's function tables, read from its own file and from statics
+build/tests/test_symtab: preload/base/elfsyms.c \
+	build/targets/statics build/targets/statics-stripped
 build/tests/test_live build/tests/test_live_threads: preload/core/live.c \
 	tests/c/live_fixture.h
 build/tests/test_%: tests/c/test_%.c tests/c/tap.h
