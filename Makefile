@@ -31,7 +31,8 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
 	build/targets/libsclog.so build/targets/libslowctor.so \
-	build/targets/statics build/targets/statics-stripped
+	build/targets/statics build/targets/statics-stripped \
+	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
@@ -141,6 +142,11 @@ build/targets/%: tests/targets/%.c
 # the same program without .symtab (.dynsym stays: -rdynamic's exports)
 build/targets/statics-stripped: build/targets/statics
 	strip --strip-all -o $@ $<
+
+# two builds of one library, loaded one after the other by dlcycle
+build/targets/libdl%.so: tests/targets/dlcycle_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -DNAME=$* -o $@ $<
 
 # a target under a seccomp filter of the test's choosing
 build/targets/sctarget: tests/container/sctarget.c tests/container/notiflog.h
