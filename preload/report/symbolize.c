@@ -26,13 +26,13 @@ static const char *const source_names[] = {
 
 struct object {
 	uintptr_t start, limit;		/* its mappings' extent */
-	uintptr_t bias;			/* symbol values + bias = addresses */
+	uintptr_t bias;			/* + a symbol's value: address */
 	uint64_t offset;		/* file offset at start */
 	const char *path;
 	struct mw_elf_syms syms;	/* source != SRC_DLADDR */
 	enum source source;
 	int is_main;			/* the program (its link map: "") */
-	uint32_t pass;			/* the last pass that named a site */
+	uint32_t pass;			/* the last pass naming a site */
 	uint32_t build_id_len;
 	uint8_t build_id[MW_ELF_BUILD_ID_MAX];
 };
@@ -119,16 +119,36 @@ struct found {
 	int hit;
 	int is_main;			/* the program itself */
 	struct object o;
-	char path[512];			/* truncated: not read, not cached */
+	char path[512];			/* too long: "", never read */
 	size_t pathlen;
 	Elf64_Phdr phdr[PHDRS_MAX];
 	size_t phnum;			/* 0: too many to check */
 };
 
+/* The build id among an object's notes as mapped: its length (0: none),
+ * *@id pointing at it. */
+static size_t mapped_build_id(const struct dl_phdr_info *info,
+			      const uint8_t **id)
+{
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < info->dlpi_phnum && !n; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_NOTE)
+			n = mw_elf_build_id((const void *)(info->dlpi_addr +
+							   ph->p_vaddr),
+					    ph->p_memsz, ph->p_align, id);
+	}
+	return n;
+}
+
 static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct found *f = arg;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	const uint8_t *id = NULL;
 	uint64_t off = 0;
 	int in = 0, i;
 
@@ -164,20 +184,9 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 		f->path[0] = '\0';
 	f->phnum = info->dlpi_phnum <= PHDRS_MAX ? info->dlpi_phnum : 0;
 	memcpy(f->phdr, info->dlpi_phdr, f->phnum * sizeof(f->phdr[0]));
-	/* the build id, from the notes as mapped */
-	for (i = 0; i < info->dlpi_phnum && !f->o.build_id_len; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		const uint8_t *id;
-		size_t n;
-
-		if (ph->p_type != PT_NOTE)
-			continue;
-		n = mw_elf_build_id((const void *)(info->dlpi_addr +
-						   ph->p_vaddr),
-				    ph->p_memsz, ph->p_align, &id);
-		memcpy(f->o.build_id, id, n);
-		f->o.build_id_len = (uint32_t)n;
-	}
+	f->o.build_id_len = (uint32_t)mapped_build_id(info, &id);
+	if (f->o.build_id_len)
+		memcpy(f->o.build_id, id, f->o.build_id_len);
 	return 1;
 }
 
@@ -214,7 +223,6 @@ static int mark_loaded(struct dl_phdr_info *info, size_t size, void *arg)
 	unsigned char *alive = arg;
 	int is_main = !info->dlpi_name || !info->dlpi_name[0];
 	unsigned i;
-	int k;
 
 	(void)size;
 	for (i = 0; i < nobjects; i++) {
@@ -226,13 +234,7 @@ static int mark_loaded(struct dl_phdr_info *info, size_t size, void *arg)
 		    o->is_main != is_main ||
 		    (!is_main && strcmp(o->path, info->dlpi_name)))
 			continue;
-		for (k = 0; k < info->dlpi_phnum && !n; k++)
-			if (info->dlpi_phdr[k].p_type == PT_NOTE)
-				n = mw_elf_build_id(
-					(const void *)(info->dlpi_addr +
-						       info->dlpi_phdr[k].p_vaddr),
-					info->dlpi_phdr[k].p_memsz,
-					info->dlpi_phdr[k].p_align, &id);
+		n = mapped_build_id(info, &id);
 		alive[i] = n == o->build_id_len &&
 			   (!n || !memcmp(id, o->build_id, n));
 	}

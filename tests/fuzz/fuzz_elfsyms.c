@@ -27,10 +27,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (mw_elf_syms_read(fd, NULL, &t) == 0) {
 		for (i = 0; i < t.n; i++) {
-			const char *n = mw_elf_syms_find(&t, t.func[i].start, &off);
+			uint64_t at = t.func[i].start;
+			const char *n = mw_elf_syms_find(&t, at, &off);
 
-			if (!n || off || (i && t.func[i - 1].start >= t.func[i].start))
-				abort();	/* a function's start is its own */
+			/* in order, and a function's start is its own */
+			if (!n || off || (i && t.func[i - 1].start >= at))
+				abort();
 			(void)strlen(n);
 		}
 		mw_elf_syms_find(&t, 0, &off);

@@ -28,7 +28,8 @@ int main(void)
 
 		if (sscanf(line, "load %4095s", arg) == 1) {
 			lib = dlopen(arg, RTLD_NOW);
-			lib_alloc = lib ? (void *(*)(size_t))dlsym(lib, "lib_alloc") : NULL;
+			lib_alloc = lib ? (void *(*)(size_t))dlsym(lib, "lib_alloc")
+					: NULL;
 			ok = lib_alloc != NULL;
 		} else if (sscanf(line, "alloc %lu %lu", &n, &size) == 2) {
 			for (ok = lib_alloc != NULL; ok && n--;)
