@@ -32,7 +32,9 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
 	build/targets/libsclog.so build/targets/libslowctor.so \
-	build/targets/mapchurn
+	build/targets/mapchurn \
+	build/targets/statics build/targets/statics-stripped \
+	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
@@ -69,7 +71,7 @@ INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
-	build/tests/test_maps
+	build/tests/test_maps build/tests/test_symtab
 
 # The GOT patcher's matrix (tests/test_got_matrix.py), after plthook's:
 # an executable and its library built PIE or not, without or with RELRO,
@@ -91,7 +93,8 @@ gotm_exe = $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie) \
 
 PRODUCT = preload/libmwrap.so inject/mwrap-inject ruby-ext/lib/mwrap_ext.so
 
-build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) $(GOTM_BINS) build/bench/libcount.so
+build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) $(GOTM_BINS) build/bench/libcount.so \
+	build/bench/manysites
 
 product: $(PRODUCT)
 
@@ -107,6 +110,11 @@ ruby-ext/lib/mwrap_ext.so: ruby-ext/ext/mwrap_ext/mwrap_ext.c \
 build/bench/libcount.so: bench/count/count.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+# a dump of 100,000 native sites, timed (bench/symbols/manysites.c)
+build/bench/manysites: bench/symbols/manysites.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -ldl
 
 # the version is written once, in VERSION
 build/preload/report/dump.o: VERSION
@@ -132,6 +140,15 @@ inject/mwrap-inject: $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h 
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $< -lpthread -ldl
+
+# the same program without .symtab (.dynsym stays: -rdynamic's exports)
+build/targets/statics-stripped: build/targets/statics
+	strip --strip-all -o $@ $<
+
+# two builds of one library, loaded one after the other by dlcycle
+build/targets/libdl%.so: tests/targets/dlcycle_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -DNAME=$* -o $@ $<
 
 # a target under a seccomp filter of the test's choosing
 build/targets/sctarget: tests/container/sctarget.c tests/container/notiflog.h
@@ -176,6 +193,9 @@ build/got_matrix/%/gotmain: tests/got_matrix/gotmain.c tests/got_matrix/sites.h 
 # each parser's unit test, with the parser's own source
 build/tests/test_options: preload/base/options.c
 build/tests/test_control: preload/base/command.c
+# the dump's function tables, read from its own file and from statics
+build/tests/test_symtab: preload/base/elfsyms.c \
+	build/targets/statics build/targets/statics-stripped
 build/tests/test_live build/tests/test_live_threads: preload/core/live.c \
 	tests/c/live_fixture.h
 build/tests/test_%: tests/c/test_%.c tests/c/tap.h

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """pprof output, decoded back with protoc against profile.proto."""
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -88,6 +89,44 @@ def test_profile_from_a_dump(tmp):
     assert mappings["/lib/x86_64-linux-gnu/libz.so.1"]["id"] == loc["mapping_id"]
     assert mappings["/lib/x86_64-linux-gnu/libz.so.1"]["has_functions"] == [True]   # dladdr named it
     assert prof["duration_nanos"][0] == 70 * 10**9
+
+
+def test_mappings_from_the_dumps_records(tmp):
+    """A dump's mapping records give each binary's start, limit, offset
+    and build ID; a binary whose every site is named has_functions, one
+    with an unnamed site not.  mwrap-report --format json keeps them."""
+    lib = "/usr/lib/x86_64-linux-gnu/libz.so.1"
+    rows = [{"type": "header", "version": "0.1", "pid": 1, "seconds": 1},
+            {"type": "site", "location": f"/app/prog(cache_grow+0x9)[0x{0x555500001349:x}]",
+             "total_bytes": 300, "allocations": 3},
+            {"type": "site", "location": f"/app/prog(+0x1339)[0x{0x555500001339:x}]",
+             "total_bytes": 100, "allocations": 1},
+            {"type": "site", "location": f"{lib}(deflateInit2_+0x1a2)[0x7f0000001234]",
+             "total_bytes": 400, "allocations": 4},
+            {"type": "mapping", "path": "/app/prog", "start": 0x555500000000,
+             "limit": 0x555500006000, "offset": 0, "build_id": "ab" * 20, "symbols": "symtab"},
+            {"type": "mapping", "path": lib, "start": 0x7f0000000000,
+             "limit": 0x7f0000020000, "offset": 0x1000, "build_id": "cd" * 20,
+             "symbols": "dynsym"}]
+    dump = tmp / "d.json"
+    dump.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp / "p.pb.gz"
+    p = run([REPORT, "--format", "pprof", "-o", str(out), str(dump)])
+    assert p.returncode == 0, p.stderr
+    prof, strings = decode(out)
+    maps = {strings[m["filename"][0]]: m for m in prof["mapping"]}
+    prog, z = maps["/app/prog"], maps[lib]
+    assert prog["memory_start"] == [0x555500000000] and prog["memory_limit"] == [0x555500006000]
+    assert strings[prog["build_id"][0]] == "ab" * 20
+    assert "has_functions" not in prog          # its +0x1339 site is unnamed
+    assert z["memory_start"] == [0x7f0000000000] and z["file_offset"] == [0x1000]
+    assert strings[z["build_id"][0]] == "cd" * 20 and z["has_functions"] == [True]
+    sites = by_location(prof, strings)
+    assert sites["cache_grow"][1]["mapping_id"] == prog["id"]
+    p = run([REPORT, "--format", "json", str(dump)])
+    assert p.returncode == 0, p.stderr
+    kept = [json.loads(l) for l in p.stdout.splitlines() if '"mapping"' in l]
+    assert kept == rows[4:]
 
 
 def test_pprof_refuses_a_terminal_and_diff():

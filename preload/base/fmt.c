@@ -135,23 +135,28 @@ void mw_out_json_str(struct mw_out *o, const char *s)
 void mw_out_json_strn(struct mw_out *o, const char *s, size_t n)
 {
 	static const char digits[] = "0123456789abcdef";
-	const char *end = s + n;
+	const char *end = s + n, *run = s;
 
 	mw_out_chr(o, '"');
 	for (; s < end; s++) {
 		unsigned char c = (unsigned char)*s;
 
+		if (c != '"' && c != '\\' && c >= 0x20 && c != 0x7f)
+			continue;
+		mw_out_mem(o, run, (size_t)(s - run));	/* the plain bytes */
+		run = s + 1;
 		if (c == '"' || c == '\\') {
-			mw_out_chr(o, '\\');
-			mw_out_chr(o, (char)c);
-		} else if (c < 0x20 || c == 0x7f) {
-			char esc[6] = { '\\', 'u', '0', '0',
-					digits[c >> 4], digits[c & 15] };
+			char esc[2] = { '\\', (char)c };
+
 			mw_out_mem(o, esc, sizeof(esc));
 		} else {
-			mw_out_chr(o, (char)c);
+			char esc[6] = { '\\', 'u', '0', '0',
+					digits[c >> 4], digits[c & 15] };
+
+			mw_out_mem(o, esc, sizeof(esc));
 		}
 	}
+	mw_out_mem(o, run, (size_t)(end - run));
 	mw_out_chr(o, '"');
 }
 

@@ -25,6 +25,7 @@
 #include "inject_abi.h"
 #include "mwrap.h"
 #include "report/rbjob.h"
+#include "report/symbolize.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -82,6 +83,7 @@ static void undo_attach(int discard)
 	restored = mw_got_restore_all();
 	mw_urg_restore();
 	mw_ctl_finish(discard, restored);
+	mw_symbolize_drop();	/* the final dump's function tables */
 	close_files(0);
 }
 

@@ -5,6 +5,7 @@
 #include "core/pagestats.h"
 #include "core/live.h"
 #include "core/sites.h"
+#include "report/symbolize.h"
 
 #include <pthread.h>
 
@@ -37,6 +38,7 @@ static void child(void)
 	mw_live_fork_unlock();
 	mw_pagestats_fork_unlock();
 	mw_sites_fork_unlock(1);
+	mw_symbolize_fork_child();
 	if (then)
 		then();
 }

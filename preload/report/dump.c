@@ -192,7 +192,7 @@ static void site_json(struct mw_out *o, const struct mw_site *s,
 }
 
 static void write_site(struct mw_out *o, const struct mw_dump_req *req,
-		       const struct mw_site *s)
+		       const struct mw_site *s, uint32_t pass)
 {
 	char name[4096];
 	struct mw_counts c;
@@ -201,7 +201,7 @@ static void write_site(struct mw_out *o, const struct mw_dump_req *req,
 	if (c.total <= req->min ||
 	    (mw_site_is_stack_record(s) && req->format != MW_FORMAT_JSON))
 		return;
-	mw_site_name(s, name, sizeof(name));
+	mw_site_name_pass(s, name, sizeof(name), pass);
 	if (req->format == MW_FORMAT_JSON) {
 		site_json(o, s, name, &c, req->scan);
 	} else {
@@ -227,7 +227,7 @@ static int holds_less(const void *a, const void *b)
 }
 
 static int write_top(struct mw_out *o, const struct mw_dump_req *req,
-		     uint32_t nsites)
+		     uint32_t nsites, uint32_t pass)
 {
 	size_t cap = req->top < nsites ? req->top : nsites, n = 0, len;
 	struct ranked *h;
@@ -262,7 +262,7 @@ static int write_top(struct mw_out *o, const struct mw_dump_req *req,
 	/* a min-heap sorts descending */
 	mw_bheap_sort(h, sizeof(*h), n, holds_less);
 	for (id = 0; id < n; id++)
-		write_site(o, req, mw_site_get(h[id].id));
+		write_site(o, req, mw_site_get(h[id].id), pass);
 	munmap(h, cap * sizeof(*h) + 1);
 	return 0;
 }
@@ -270,7 +270,7 @@ static int write_top(struct mw_out *o, const struct mw_dump_req *req,
 int mw_dump_req(int fd, const struct mw_dump_req *req)
 {
 	struct mw_out o;
-	uint32_t id, n = mw_sites_count();
+	uint32_t id, n = mw_sites_count(), pass = mw_symbolize_pass();
 	int ret = 0, flushed;
 
 	mw_out_init(&o, fd);
@@ -282,7 +282,7 @@ int mw_dump_req(int fd, const struct mw_dump_req *req)
 		header_text(&o);
 	}
 	if (req->top) {
-		ret = write_top(&o, req, n);
+		ret = write_top(&o, req, n, pass);
 	} else {
 		uint64_t next = mw_monotonic_ns() + 500000000u;
 
@@ -290,7 +290,7 @@ int mw_dump_req(int fd, const struct mw_dump_req *req)
 			const struct mw_site *s = mw_site_get(id);
 
 			if (s)
-				write_site(&o, req, s);
+				write_site(&o, req, s, pass);
 			if (req->progress && !(id & 4095) &&
 			    mw_monotonic_ns() >= next) {
 				req->progress(id, n, req->progress_arg);
@@ -298,6 +298,9 @@ int mw_dump_req(int fd, const struct mw_dump_req *req)
 			}
 		}
 	}
+	/* the objects its native sites are in (pprof's mappings) */
+	if (req->format == MW_FORMAT_JSON)
+		mw_symbolize_mappings_json(&o, pass);
 	flushed = mw_out_flush(&o);
 	return flushed ? flushed : ret;
 }

@@ -5,6 +5,7 @@
 #include "core/poscache.h"
 #include "core/stacks.h"
 #include "core/track.h"
+#include "report/symbolize.h"
 
 #include <string.h>
 
@@ -50,5 +51,5 @@ void mw_stats_collect(struct mw_stats *st)
 	st->unknown_frees = mw_live_unknown();
 	st->dropped = mw_live_dropped + mw_sites_dropped;
 	st->memory_bytes = mw_live_memory() + mw_sites_memory() +
-			  mw_poscache_memory();
+			  mw_poscache_memory() + mw_symbolize_memory();
 }

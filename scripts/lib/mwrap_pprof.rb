@@ -9,14 +9,17 @@
 # named "path:line" (the dump carries no method names) whose Function
 # and Line records hold path and line: pprof ranks functions, so each
 # line is its own row in `pprof -top`.  A native site
-# "binary(symbol+0xOFF)[0xADDR]" is a location at ADDR in binary's
-# mapping, in the function the dump's dladdr named.  dladdr sees only
-# exported symbols: other sites come as "binary(+0xOFF)[0xADDR]", named
-# "binary+0xOFF", and their mapping spans the load base (ADDR - OFF) to
-# past the highest site, without has_functions: what pprof's binutils
-# symbolizer needs to try the binary's own symbols (`go tool pprof` reads
-# only Go symbol tables and keeps our names).  The dump records no build
-# IDs, so the mappings have none.
+# "binary(function+0xOFF)[0xADDR]" is a location at ADDR in binary's
+# mapping, in the function the dump named (from the binary's .symtab,
+# its debug file's or its .dynsym).  A site no function covers comes as
+# "binary(+0xOFF)[0xADDR]", named "binary+0xOFF", and its mapping lacks
+# has_functions: what pprof's binutils symbolizer needs to try the
+# binary itself (`go tool pprof` reads only Go symbol tables and keeps
+# our names).  A binary's mapping is the one its dump's "mapping"
+# record gives (start, limit, file offset and build ID, what pprof and
+# Parca match debug files by); without one (mwrap's three columns, older
+# dumps) it spans the load base (ADDR - OFF) to past the highest site,
+# or nothing where every site was named, with no build ID.
 #
 # A site recorded with --stacks is a sample of many locations, one per
 # Ruby frame ("path:line in label", innermost first, as pprof wants
@@ -64,7 +67,10 @@ module MwrapPprof
   RUBY_MAPPING = "[ruby]"
 
   class Builder
-    def initialize
+    # mappings: the dump's mapping records (hashes), or nil
+    def initialize(mappings = nil)
+      @known = {}
+      Array(mappings).each { |m| @known[m["path"]] ||= m if m["path"] }
       @strings = { "" => 0 }
       @functions = {}
       @mappings = {}
@@ -88,9 +94,12 @@ module MwrapPprof
 
     # base: the load base, or nil where the dump gave only symbol
     # offsets.  limit: past the highest site's page, as pprof symbolizes
-    # only addresses inside [start, limit).
+    # only addresses inside [start, limit).  The dump's record of the
+    # file, when it holds ADDR, gives all of them and the build ID.
     def mapping(file, base, addr)
       m = @mappings[file] ||= { id: @mappings.size + 1, base: nil, limit: 0, symbolized: true }
+      rec = @known[file]
+      m[:record] ||= rec if rec && addr >= rec["start"].to_i && addr < rec["limit"].to_i
       m[:base] ||= base
       m[:limit] = [m[:limit], (addr | 0xfff) + 1].max
       m[:symbolized] &&= base.nil?
@@ -125,9 +134,14 @@ module MwrapPprof
       types = [%w[alloc_objects count], %w[alloc_space bytes], %w[inuse_objects count],
                %w[inuse_space bytes]].map { |t, u| Wire.bytes(1, Wire.int(1, str(t)) + Wire.int(2, str(u))) }
       mappings = @mappings.map do |file, m|
-        start, limit = m[:base] ? [m[:base], m[:limit]] : [0, 0]
-        Wire.bytes(3, Wire.int(1, m[:id]) + Wire.int(2, start) + Wire.int(3, limit) +
-                      Wire.int(5, str(file)) + Wire.int(7, m[:symbolized] ? 1 : 0))
+        rec = m[:record]
+        start, limit, offset = if rec then [rec["start"].to_i, rec["limit"].to_i, rec["offset"].to_i]
+                               elsif m[:base] then [m[:base], m[:limit], 0]
+                               else [0, 0, 0]
+                               end
+        build_id = rec && rec["build_id"] ? Wire.int(6, str(rec["build_id"])) : "".b
+        Wire.bytes(3, Wire.int(1, m[:id]) + Wire.int(2, start) + Wire.int(3, limit) + Wire.int(4, offset) +
+                      Wire.int(5, str(file)) + build_id + Wire.int(7, m[:symbolized] ? 1 : 0))
       end
       locations = @locations.map do |id, mapping_id, addr, fn, line|
         Wire.bytes(4, Wire.int(1, id) + Wire.int(2, mapping_id) + Wire.int(3, addr) +
@@ -155,7 +169,7 @@ module MwrapPprof
 
   # The gzip'd profile of @dump's @sites (MwrapReport site hashes).
   def self.profile(dump, sites)
-    b = Builder.new
+    b = Builder.new(dump.mappings)
     sites.each do |s|
       live = s[:live] || 0
       frames = s[:stack] && !s[:stack].empty? ? s[:stack] : [s[:location]]

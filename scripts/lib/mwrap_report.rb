@@ -15,7 +15,10 @@ module MwrapReport
   # series (MwrapGrowth::Series, nil outside a window).
   # stacks: a stack_sample dump's stack records (each one line's callers,
   # scaled; its sites are exact without them), nil otherwise.
-  Dump = Struct.new(:header, :sites, :scan, :objects, :series, :stacks, keyword_init: true)
+  # mappings: the objects its native sites are in (path, start, limit,
+  # offset, build_id, symbols: where their names came from), nil in
+  # dumps without them (mwrap's three columns, older versions).
+  Dump = Struct.new(:header, :sites, :scan, :objects, :series, :stacks, :mappings, keyword_init: true)
 
   SORT_KEYS = %w[live total allocations frees lifespan].freeze
   # How sites are grouped (--group): by innermost line (the dump's
@@ -43,6 +46,7 @@ module MwrapReport
       when "scan" then dump.scan = obj
       when "objects" then dump.objects = obj
       when "series" then dump.series = MwrapGrowth::Series.from_h(obj)
+      when "mapping" then (dump.mappings ||= []) << obj
       else raise ArgumentError, "#{name}:#{i + 1}: unknown type #{obj['type'].inspect}"
       end
     end
@@ -85,9 +89,10 @@ module MwrapReport
   end
 
   # The file of a location: "path:line" without its line, a native
-  # "lib.so(+0x12)[0x...]" without its offset.
+  # "lib.so(function+0x12)[0x...]" or "lib.so(+0x12)[0x...]" without its
+  # function and offset.
   def self.file_of(location)
-    location.sub(/:\d+\z/, "").sub(/\(\+0x\h+\)\[0x\h+\]\z/, "")
+    location.sub(/:\d+\z/, "").sub(/\([^()]*\+0x\h+\)\[0x\h+\]\z/, "")
   end
 
   # A site's frames, innermost first: its stack, or its location alone.
@@ -463,11 +468,12 @@ module MwrapReport
   end
 
   # DUMP's header and SITES as JSON Lines, then STACKS (stack records),
-  # then the series.
+  # the mappings, then the series.
   def self.json(dump, sites, stacks: [])
     series = dump.series unless dump.series&.empty?
     rows = sites.map { |s| JSON.generate(record("site", s, series)) }
     rows += stacks.map { |s| JSON.generate(record("stack", s, nil)) }
+    rows += Array(dump.mappings).map { |m| JSON.generate(m) }
     extra = [dump.scan, dump.objects].compact.map { |r| JSON.generate(r) }
     # the series last: readers of a header, then sites, meet it after them
     rows << JSON.generate(series.to_h) if series
@@ -516,9 +522,11 @@ module MwrapReport
     end
     %w[age_unit sample_bytes stack_sample_bytes seconds].each { |k| header[k] = dumps.first&.header&.dig(k) }
     header["library_dirs"] = dumps.flat_map { |d| Array(d.header["library_dirs"]) }.uniq
+    mappings = dumps.flat_map { |d| Array(d.mappings) }.uniq { |m| [m["path"], m["build_id"], m["start"]] }
     Dump.new(header: header.compact, sites: sites,
              stacks: stacks.empty? ? nil : sum_by(stacks) { |s| s[:stack].join("\n") },
-             series: series.empty? ? nil : MwrapGrowth::Series.merge(series))
+             series: series.empty? ? nil : MwrapGrowth::Series.merge(series),
+             mappings: mappings.empty? ? nil : mappings)
   end
 
   # Growth per site between two dumps (like tracemalloc's compare_to):
