@@ -7,6 +7,17 @@
 
 #include "base/command.h"
 
+/* A parsed path is terminated, and absolute or a plain name (a file in
+ * the runtime directory: no '/', not "." or ".."), or "" (none). */
+static int path_ok(const char *p, size_t len)
+{
+	if (strnlen(p, len) == len)
+		return 0;
+	if (!p[0] || p[0] == '/')
+		return 1;
+	return !strchr(p, '/') && strcmp(p, ".") && strcmp(p, "..");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mw_cmd cmd;
@@ -14,8 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t i;
 
 	if (mw_cmd_parse((const char *)data, size, &cmd, err, sizeof(err)) == 0) {
-		if (strnlen(cmd.path, sizeof(cmd.path)) == sizeof(cmd.path) ||
-		    (cmd.path[0] && cmd.path[0] != '/'))
+		if (!path_ok(cmd.path, sizeof(cmd.path)) ||
+		    !path_ok(cmd.heap_path, sizeof(cmd.heap_path)))
 			abort();
 	} else {
 		if (!err[0] || strnlen(err, sizeof(err)) == sizeof(err))
