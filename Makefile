@@ -1,11 +1,16 @@
 # mwrap-attach — see README.  `make help` lists the targets.
 CC ?= gcc
 CFLAGS ?= -O2 -g
-WARN = -Wall -Wextra -Werror
+# warnings are errors here and in CI; a user's build (the gem, the
+# Debian package) passes WERROR= so that a newer compiler's new warning
+# does not stop an install
+WERROR = -Werror
+WARN = -Wall -Wextra $(WERROR)
 PREFIX ?= /usr/local
 DESTDIR ?=
 PYTEST = /usr/bin/python3 -m pytest
-# where Debian's ruby looks for site libraries (make install)
+# where Debian's ruby looks for site libraries (make install; the Debian
+# package passes ruby's vendor directories instead)
 RUBY_SITELIB = $(shell ruby -e 'print RbConfig::CONFIG["sitelibdir"]' 2>/dev/null)
 RUBY_SITEARCH = $(shell ruby -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/dev/null)
 
@@ -33,7 +38,8 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/libsclog.so build/targets/libslowctor.so \
 	build/targets/mapchurn
 
-.PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
+.PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
+	install-product help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
 
 all: deps
@@ -51,6 +57,8 @@ help:
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
+	@echo "make product    build only what is installed; installs no package (WERROR= : warnings not fatal)"
+	@echo "make install-product  make install without installing Debian packages"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
 	@echo "make clean      remove build outputs"
 
@@ -252,26 +260,36 @@ bench: all
 
 # Only the build's packages: a server gets no test tools (chromium, clang).
 install: deps-build
-	@$(MAKE) --no-print-directory product
-	install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach $(DESTDIR)$(PREFIX)/bin \
+	@$(MAKE) --no-print-directory install-product
+
+# The FHS layout: the commands in bin/ (mwrap-attach and mwrap-report are
+# links to share/mwrap-attach/, which holds them with their Ruby
+# libraries and VERSION), libmwrap.so with its liburcu and mwrap-inject
+# in lib/mwrap-attach/, the Mwrap Ruby API where ruby finds it.  Nothing
+# here installs packages: the gem and the Debian package call it.
+install-product: product
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/mwrap-attach \
+		$(DESTDIR)$(PREFIX)/share/mwrap-attach/lib/mwrap_attach \
 		$(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0755 preload/libmwrap.so inject/mwrap-inject \
+	install -m 0644 preload/libmwrap.so $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0644 $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
-	install -m 0644 VERSION $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0755 inject/mwrap-inject $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0644 VERSION $(DESTDIR)$(PREFIX)/share/mwrap-attach/
+	install -m 0755 scripts/mwrap-attach scripts/mwrap-report \
+		$(DESTDIR)$(PREFIX)/share/mwrap-attach/
+	install -m 0644 scripts/lib/*.rb $(DESTDIR)$(PREFIX)/share/mwrap-attach/lib/
+	install -m 0644 scripts/lib/mwrap_attach/*.rb \
+		$(DESTDIR)$(PREFIX)/share/mwrap-attach/lib/mwrap_attach/
+	install -m 0755 scripts/mwrap $(DESTDIR)$(PREFIX)/bin/
+	ln -sf ../share/mwrap-attach/mwrap-attach $(DESTDIR)$(PREFIX)/bin/mwrap-attach
+	ln -sf ../share/mwrap-attach/mwrap-report $(DESTDIR)$(PREFIX)/bin/mwrap-report
 	install -m 0644 man/mwrap-attach.1 man/mwrap.1 man/mwrap-report.1 \
 		$(DESTDIR)$(PREFIX)/share/man/man1/
-	cp -L $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') \
-		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
-	install -m 0755 scripts/mwrap scripts/mwrap-attach scripts/mwrap-report \
-		$(DESTDIR)$(PREFIX)/bin/
-	install -d $(DESTDIR)$(PREFIX)/bin/lib
-	install -m 0644 scripts/lib/*.rb $(DESTDIR)$(PREFIX)/bin/lib/
-	install -d $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach
-	install -m 0644 scripts/lib/mwrap_attach/*.rb $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach/
 	install -d $(DESTDIR)$(RUBY_SITELIB) $(DESTDIR)$(RUBY_SITEARCH)
 	install -m 0644 ruby-ext/lib/mwrap.rb ruby-ext/lib/mwrap_rack.rb \
 		$(DESTDIR)$(RUBY_SITELIB)/
-	install -m 0755 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
+	install -m 0644 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
 
 clean:
 	rm -rf build preload/libmwrap.so preload/liburcu* inject/mwrap-inject
