@@ -9,10 +9,12 @@ WARN = -Wall -Wextra $(WERROR)
 PREFIX ?= /usr/local
 DESTDIR ?=
 PYTEST = /usr/bin/python3 -m pytest
+# the Ruby the extension is built for (the gem's install passes its own)
+RUBY = ruby
 # where Debian's ruby looks for site libraries (make install; the Debian
 # package passes ruby's vendor directories instead)
-RUBY_SITELIB = $(shell ruby -e 'print RbConfig::CONFIG["sitelibdir"]' 2>/dev/null)
-RUBY_SITEARCH = $(shell ruby -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/dev/null)
+RUBY_SITELIB = $(shell $(RUBY) -e 'print RbConfig::CONFIG["sitelibdir"]' 2>/dev/null)
+RUBY_SITEARCH = $(shell $(RUBY) -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/dev/null)
 
 # preload/ by layer, each including only the ones before it
 # (scripts/check-layers): base < core < hook < report < control.
@@ -39,7 +41,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/mapchurn
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
-	install-product help \
+	install-product gem help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
 
 all: deps
@@ -59,6 +61,7 @@ help:
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make product    build only what is installed; installs no package (WERROR= : warnings not fatal)"
 	@echo "make install-product  make install without installing Debian packages"
+	@echo "make gem        build/pkg/mwrap-attach-VERSION.gem (gem install builds it)"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
 	@echo "make clean      remove build outputs"
 
@@ -107,7 +110,7 @@ product: $(PRODUCT)
 ruby-ext/lib/mwrap_ext.so: ruby-ext/ext/mwrap_ext/mwrap_ext.c \
 		ruby-ext/ext/mwrap_ext/extconf.rb preload/mwrap.h VERSION
 	@mkdir -p build/ruby-ext
-	cd build/ruby-ext && ruby $(CURDIR)/ruby-ext/ext/mwrap_ext/extconf.rb >/dev/null && \
+	cd build/ruby-ext && $(RUBY) $(CURDIR)/ruby-ext/ext/mwrap_ext/extconf.rb >/dev/null && \
 		$(MAKE) --no-print-directory V=0 >/dev/null
 	cp build/ruby-ext/mwrap_ext.so $@
 
@@ -290,6 +293,14 @@ install-product: product
 	install -m 0644 ruby-ext/lib/mwrap.rb ruby-ext/lib/mwrap_rack.rb \
 		$(DESTDIR)$(RUBY_SITELIB)/
 	install -m 0644 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
+
+# The gem: sources only; its install runs gem/extconf.rb, which builds
+# the product with this Makefile.
+PKG = build/pkg
+VERSION := $(shell cat VERSION)
+gem:
+	@mkdir -p $(PKG)
+	gem build mwrap-attach.gemspec -o $(PKG)/mwrap-attach-$(VERSION).gem
 
 clean:
 	rm -rf build preload/libmwrap.so preload/liburcu* inject/mwrap-inject
