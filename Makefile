@@ -1,6 +1,8 @@
 # mwrap-attach — see README.  `make help` lists the targets.
 CC ?= gcc
 CFLAGS ?= -O2 -g
+# CPPFLAGS and LDFLAGS (Debian's hardening flags) reach the product's
+# compiles and links
 # warnings are errors here and in CI; a user's build (the gem, the
 # Debian package) passes WERROR= so that a newer compiler's new warning
 # does not stop an install
@@ -21,7 +23,7 @@ RUBY_SITEARCH = $(shell $(RUBY) -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/de
 LIB_LAYERS = base core hook report control
 LIB_SRCS = $(foreach d,$(LIB_LAYERS),$(wildcard preload/$(d)/*.c))
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
-LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
+LIB_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-builtin -D_LGPL_SOURCE -MMD -Ipreload \
 	-DMW_VERSION='"$(shell cat VERSION)"'
 # liburcu is linked dynamically (Debian's static archive uses local-exec
@@ -41,7 +43,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/mapchurn
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
-	install-product gem help \
+	install-product gem deb packages test-packages help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
 
 all: deps
@@ -62,6 +64,8 @@ help:
 	@echo "make product    build only what is installed; installs no package (WERROR= : warnings not fatal)"
 	@echo "make install-product  make install without installing Debian packages"
 	@echo "make gem        build/pkg/mwrap-attach-VERSION.gem (gem install builds it)"
+	@echo "make deb        build/pkg/mwrap-attach_VERSION_amd64.deb (dpkg-buildpackage on a copy of the tree)"
+	@echo "make test-packages  both, installed in fresh minimal Debian 12 and 13 roots, attach to Ruby"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
 	@echo "make clean      remove build outputs"
 
@@ -126,7 +130,7 @@ build/preload/%.o: preload/%.c
 	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 
 preload/libmwrap.so: $(LIB_OBJS)
-	$(CC) -shared -o $@ $(LIB_OBJS) $(URCU_LIBS) \
+	$(CC) $(LDFLAGS) -shared -o $@ $(LIB_OBJS) $(URCU_LIBS) \
 		-Wl,-soname,libmwrap.so -Wl,-rpath,'$$ORIGIN' \
 		-Wl,-z,nodelete -Wl,-z,now \
 		-Wl,-z,relro -Wl,--no-undefined -lpthread -ldl
@@ -137,7 +141,7 @@ preload/libmwrap.so: $(LIB_OBJS)
 # gdb_script.S embeds inject/gdb/attach.py (.incbin, a path from here)
 inject/mwrap-inject: $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h \
 		inject/gdb/attach.py
-	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
@@ -301,6 +305,29 @@ VERSION := $(shell cat VERSION)
 gem:
 	@mkdir -p $(PKG)
 	gem build mwrap-attach.gemspec -o $(PKG)/mwrap-attach-$(VERSION).gem
+
+# The Debian package, for the release this machine runs: dpkg-buildpackage
+# on a copy of the tree (it writes beside the tree and cleans it first).
+deb:
+	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || { \
+		echo "make deb: debian/changelog is at $$v, VERSION at $(VERSION):" \
+			"add an entry (dch -v $(VERSION))" >&2; exit 1; }
+	rm -rf $(PKG)/deb $(PKG)/mwrap-attach_*.deb
+	mkdir -p $(PKG)/deb/mwrap-attach-$(VERSION)
+	tar --exclude=./build --exclude=./.git --exclude='*.o' --exclude='*.so' \
+		--exclude=./inject/mwrap-inject -cf - . | \
+		tar -xf - -C $(PKG)/deb/mwrap-attach-$(VERSION)
+	cd $(PKG)/deb/mwrap-attach-$(VERSION) && dpkg-buildpackage -us -uc -b
+	mv $(PKG)/deb/mwrap-attach_$(VERSION)_*.deb $(PKG)/
+
+packages: gem deb
+
+# The gem and the .deb installed in fresh minimal roots (scripts/debian-root
+# gem-bookworm, gem-trixie, deb-bookworm: built once, cached), and lintian.
+test-packages:
+	@scripts/install-deps packages
+	@$(MAKE) --no-print-directory packages
+	MWRAP_TEST_PACKAGES=1 $(PYTEST) -q tests/packages
 
 clean:
 	rm -rf build preload/libmwrap.so preload/liburcu* inject/mwrap-inject
