@@ -297,6 +297,10 @@ install-product: product
 	install -m 0644 ruby-ext/lib/mwrap.rb ruby-ext/lib/mwrap_rack.rb \
 		$(DESTDIR)$(RUBY_SITELIB)/
 	install -m 0644 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
+	@# the layout before the FHS one: the Ruby libraries in bin/lib/
+	rm -rf $(DESTDIR)$(PREFIX)/bin/lib/mwrap_*.rb $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach \
+		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/VERSION
+	@rmdir $(DESTDIR)$(PREFIX)/bin/lib 2>/dev/null || true
 
 # The gem: sources only; its install runs gem/extconf.rb, which builds
 # the product with this Makefile.
@@ -323,10 +327,13 @@ deb:
 packages: gem deb
 
 # The gem and the .deb installed in fresh minimal roots (scripts/debian-root
-# gem-bookworm, gem-trixie, deb-bookworm: built once, cached), and lintian.
+# gem-bookworm, gem-trixie, deb-bookworm: built first, once, then cached),
+# and lintian.
 test-packages:
 	@scripts/install-deps packages
 	@$(MAKE) --no-print-directory packages
+	@for r in gem-bookworm gem-trixie deb-bookworm; do \
+		timeout 1800 scripts/debian-root $$r true || exit 1; done
 	MWRAP_TEST_PACKAGES=1 $(PYTEST) -q tests/packages
 
 clean:
