@@ -2,20 +2,29 @@
 # mwrap-attach — see README.  `make help` lists the targets.
 CC ?= gcc
 CFLAGS ?= -O2 -g
-WARN = -Wall -Wextra -Werror
+# CPPFLAGS and LDFLAGS (Debian's hardening flags) reach the product's
+# compiles and links
+# warnings are errors here and in CI; a user's build (the gem, the
+# Debian package) passes WERROR= so that a newer compiler's new warning
+# does not stop an install
+WERROR = -Werror
+WARN = -Wall -Wextra $(WERROR)
 PREFIX ?= /usr/local
 DESTDIR ?=
 PYTEST = /usr/bin/python3 -m pytest
-# where Debian's ruby looks for site libraries (make install)
-RUBY_SITELIB = $(shell ruby -e 'print RbConfig::CONFIG["sitelibdir"]' 2>/dev/null)
-RUBY_SITEARCH = $(shell ruby -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/dev/null)
+# the Ruby the extension is built for (the gem's install passes its own)
+RUBY = ruby
+# where Debian's ruby looks for site libraries (make install; the Debian
+# package passes ruby's vendor directories instead)
+RUBY_SITELIB = $(shell $(RUBY) -e 'print RbConfig::CONFIG["sitelibdir"]' 2>/dev/null)
+RUBY_SITEARCH = $(shell $(RUBY) -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/dev/null)
 
 # preload/ by layer, each including only the ones before it
 # (scripts/check-layers): base < core < hook < report < control.
 LIB_LAYERS = base core hook report control
 LIB_SRCS = $(foreach d,$(LIB_LAYERS),$(wildcard preload/$(d)/*.c))
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
-LIB_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
+LIB_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-builtin -D_LGPL_SOURCE -MMD -Ipreload \
 	-DMW_VERSION='"$(shell cat VERSION)"'
 # liburcu is linked dynamically (Debian's static archive uses local-exec
@@ -36,7 +45,8 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/statics build/targets/statics-stripped \
 	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so
 
-.PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
+.PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
+	install-product gem deb packages test-packages help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
 
 all: deps
@@ -54,6 +64,11 @@ help:
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
+	@echo "make product    build only what is installed; installs no package (WERROR= : warnings not fatal)"
+	@echo "make install-product  make install without installing Debian packages"
+	@echo "make gem        build/pkg/mwrap-attach-VERSION.gem (gem install builds it)"
+	@echo "make deb        build/pkg/mwrap-attach_VERSION_amd64.deb (dpkg-buildpackage on a copy of the tree)"
+	@echo "make test-packages  both, installed in fresh minimal Debian 12 and 13 roots, attach to Ruby"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
 	@echo "make clean      remove build outputs"
 
@@ -103,7 +118,7 @@ product: $(PRODUCT)
 ruby-ext/lib/mwrap_ext.so: ruby-ext/ext/mwrap_ext/mwrap_ext.c \
 		ruby-ext/ext/mwrap_ext/extconf.rb preload/mwrap.h VERSION
 	@mkdir -p build/ruby-ext
-	cd build/ruby-ext && ruby $(CURDIR)/ruby-ext/ext/mwrap_ext/extconf.rb >/dev/null && \
+	cd build/ruby-ext && $(RUBY) $(CURDIR)/ruby-ext/ext/mwrap_ext/extconf.rb >/dev/null && \
 		$(MAKE) --no-print-directory V=0 >/dev/null
 	cp build/ruby-ext/mwrap_ext.so $@
 
@@ -124,7 +139,7 @@ build/preload/%.o: preload/%.c
 	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 
 preload/libmwrap.so: $(LIB_OBJS)
-	$(CC) -shared -o $@ $(LIB_OBJS) $(URCU_LIBS) \
+	$(CC) $(LDFLAGS) -shared -o $@ $(LIB_OBJS) $(URCU_LIBS) \
 		-Wl,-soname,libmwrap.so -Wl,-rpath,'$$ORIGIN' \
 		-Wl,-z,nodelete -Wl,-z,now \
 		-Wl,-z,relro -Wl,--no-undefined -lpthread -ldl
@@ -135,7 +150,7 @@ preload/libmwrap.so: $(LIB_OBJS)
 # gdb_script.S embeds inject/gdb/attach.py (.incbin, a path from here)
 inject/mwrap-inject: $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h \
 		inject/gdb/attach.py
-	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -o $@ $(INJECT_SRCS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
@@ -273,26 +288,74 @@ bench: all
 
 # Only the build's packages: a server gets no test tools (chromium, clang).
 install: deps-build
-	@$(MAKE) --no-print-directory product
-	install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach $(DESTDIR)$(PREFIX)/bin \
+	@$(MAKE) --no-print-directory install-product
+
+# The FHS layout: the commands in bin/ (mwrap-attach and mwrap-report are
+# links to share/mwrap-attach/, which holds them with their Ruby
+# libraries and VERSION), libmwrap.so with its liburcu and mwrap-inject
+# in lib/mwrap-attach/, the Mwrap Ruby API where ruby finds it.  Nothing
+# here installs packages: the gem and the Debian package call it.
+install-product: product
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/mwrap-attach \
+		$(DESTDIR)$(PREFIX)/share/mwrap-attach/lib/mwrap_attach \
 		$(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0755 preload/libmwrap.so inject/mwrap-inject \
+	install -m 0644 preload/libmwrap.so $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0644 $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
-	install -m 0644 VERSION $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0755 inject/mwrap-inject $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0644 VERSION $(DESTDIR)$(PREFIX)/share/mwrap-attach/
+	install -m 0755 scripts/mwrap-attach scripts/mwrap-report \
+		$(DESTDIR)$(PREFIX)/share/mwrap-attach/
+	install -m 0644 scripts/lib/*.rb $(DESTDIR)$(PREFIX)/share/mwrap-attach/lib/
+	install -m 0644 scripts/lib/mwrap_attach/*.rb \
+		$(DESTDIR)$(PREFIX)/share/mwrap-attach/lib/mwrap_attach/
+	install -m 0755 scripts/mwrap $(DESTDIR)$(PREFIX)/bin/
+	ln -sf ../share/mwrap-attach/mwrap-attach $(DESTDIR)$(PREFIX)/bin/mwrap-attach
+	ln -sf ../share/mwrap-attach/mwrap-report $(DESTDIR)$(PREFIX)/bin/mwrap-report
 	install -m 0644 man/mwrap-attach.1 man/mwrap.1 man/mwrap-report.1 \
 		$(DESTDIR)$(PREFIX)/share/man/man1/
-	cp -L $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') \
-		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
-	install -m 0755 scripts/mwrap scripts/mwrap-attach scripts/mwrap-report \
-		$(DESTDIR)$(PREFIX)/bin/
-	install -d $(DESTDIR)$(PREFIX)/bin/lib
-	install -m 0644 scripts/lib/*.rb $(DESTDIR)$(PREFIX)/bin/lib/
-	install -d $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach
-	install -m 0644 scripts/lib/mwrap_attach/*.rb $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach/
 	install -d $(DESTDIR)$(RUBY_SITELIB) $(DESTDIR)$(RUBY_SITEARCH)
 	install -m 0644 ruby-ext/lib/mwrap.rb ruby-ext/lib/mwrap_rack.rb \
 		$(DESTDIR)$(RUBY_SITELIB)/
-	install -m 0755 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
+	install -m 0644 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
+	@# the layout before the FHS one: the Ruby libraries in bin/lib/
+	rm -rf $(DESTDIR)$(PREFIX)/bin/lib/mwrap_*.rb $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach \
+		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/VERSION
+	@rmdir $(DESTDIR)$(PREFIX)/bin/lib 2>/dev/null || true
+
+# The gem: sources only; its install runs gem/extconf.rb, which builds
+# the product with this Makefile.
+PKG = build/pkg
+VERSION := $(shell cat VERSION)
+gem:
+	@mkdir -p $(PKG)
+	gem build mwrap-attach.gemspec -o $(PKG)/mwrap-attach-$(VERSION).gem
+
+# The Debian package, for the release this machine runs: dpkg-buildpackage
+# on a copy of the tree (it writes beside the tree and cleans it first).
+deb:
+	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || { \
+		echo "make deb: debian/changelog is at $$v, VERSION at $(VERSION):" \
+			"add an entry (dch -v $(VERSION))" >&2; exit 1; }
+	rm -rf $(PKG)/deb $(PKG)/mwrap-attach_*.deb
+	mkdir -p $(PKG)/deb/mwrap-attach-$(VERSION)
+	tar --exclude=./build --exclude=./.git --exclude='*.o' --exclude='*.so' \
+		--exclude=./inject/mwrap-inject -cf - . | \
+		tar -xf - -C $(PKG)/deb/mwrap-attach-$(VERSION)
+	cd $(PKG)/deb/mwrap-attach-$(VERSION) && dpkg-buildpackage -us -uc -b
+	mv $(PKG)/deb/mwrap-attach_$(VERSION)_*.deb $(PKG)/
+
+packages: gem deb
+
+# The gem and the .deb installed in fresh minimal roots (scripts/debian-root
+# gem-bookworm, gem-trixie, deb-bookworm: built first, once, then cached),
+# and lintian.
+test-packages:
+	@scripts/install-deps packages
+	@$(MAKE) --no-print-directory packages
+	@for r in gem-bookworm gem-trixie deb-bookworm; do \
+		timeout 1800 scripts/debian-root $$r true || exit 1; done
+	MWRAP_TEST_PACKAGES=1 $(PYTEST) -q tests/packages
 
 clean:
 	rm -rf build preload/libmwrap.so preload/liburcu* inject/mwrap-inject

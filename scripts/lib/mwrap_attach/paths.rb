@@ -3,20 +3,26 @@
 
 # Where our own files are, and names for the files we make.
 module MwrapAttach
-  # The directory of the mwrap-attach script: scripts/ in the source
-  # tree, $(PREFIX)/bin installed; ROOT is the one above it.  This file
-  # sits two levels below it in both (lib/mwrap_attach/).
+  # The directory of the mwrap-attach script, which this file sits two
+  # levels below (lib/mwrap_attach/): scripts/ in the source tree and in
+  # the installed gem, $(PREFIX)/share/mwrap-attach once `make install`ed
+  # (bin/ has links to the scripts there).
   SCRIPT_DIR = File.expand_path("../..", __dir__)
-  ROOT = File.expand_path("..", SCRIPT_DIR)
+  # The source tree's (or the gem's) top, where `make` leaves its files;
+  # nil in the installed layout.
+  ROOT = (File.dirname(SCRIPT_DIR) if File.basename(SCRIPT_DIR) == "scripts")
+  # `make install`'s libmwrap.so, mwrap-inject and liburcu: $(PREFIX)/lib/mwrap-attach.
+  LIB_DIR = (File.expand_path("../../lib/mwrap-attach", SCRIPT_DIR) unless ROOT)
 
   O_PATH = 0o10000000	# Linux, every architecture; Ruby has no constant
 
-  # NAME as `make` leaves it in ROOT/SOURCE_DIR, else as `make install`
-  # puts it in $(PREFIX)/lib/mwrap-attach; nil when neither exists.
-  # TEST is the File predicate the file must pass (:file?, :executable?).
+  # NAME as `make` leaves it in ROOT/SOURCE_DIR, or installed: in LIB_DIR
+  # (programs and libraries) or beside the scripts (VERSION); nil when
+  # there is none.  TEST is the File predicate the file must pass
+  # (:file?, :executable?).
   def self.our_file(source_dir, name, test: :file?)
-    [File.join(ROOT, source_dir, name),
-     File.join(ROOT, "lib", "mwrap-attach", name)].find { |f| File.public_send(test, f) }
+    dirs = ROOT ? [File.join(ROOT, source_dir)] : [LIB_DIR, SCRIPT_DIR]
+    dirs.map { |d| File.join(d, name) }.find { |f| File.public_send(test, f) }
   end
 
   # A name no one can guess in advance (16 hex digits from getrandom).
