@@ -30,6 +30,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
+	build/targets/slowerror \
 	build/targets/libsclog.so build/targets/libslowctor.so
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
@@ -62,7 +63,7 @@ deps-build:
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/ptrace.c inject/sigframe.c inject/syscalls.c inject/maps.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
-	inject/bpfeval.c inject/scprobe.c inject/safepoint.c
+	inject/bpfeval.c inject/scprobe.c inject/safepoint.c inject/dlerror.c
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads

@@ -1,6 +1,7 @@
 /* inject.c - see inject.h */
 #define _GNU_SOURCE
 #include "inject.h"
+#include "dlerror.h"
 #include "elfsym.h"
 #include "exitcodes.h"
 #include "gdb.h"
@@ -47,7 +48,8 @@ static int list_threads(pid_t pid, pid_t *tids, int max)
 }
 
 struct target_fns {
-	uintptr_t dlopen, dlerror, sigaltstack;
+	uintptr_t dlopen, sigaltstack;
+	uintptr_t dlerror_slot;	/* see dlerror.h, or 0 */
 	uintptr_t restore_rt;	/* glibc's "mov $15,%rax; syscall", or 0 */
 	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
 };
@@ -92,8 +94,8 @@ static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
 		f->restore_rt = m->libc_base + v;
 	if (mwi_elf_symbol(path, "dlopen", &v) == 0) {
 		f->dlopen = m->libc_base + v;
-		if (mwi_elf_symbol(path, "dlerror", &v) == 0)
-			f->dlerror = m->libc_base + v;
+		if (mwi_dlerror_slot(path, m->libc_base, &f->dlerror_slot))
+			f->dlerror_slot = 0;
 	} else if (mwi_elf_symbol(path, "__libc_dlopen_mode", &v) == 0) {
 		f->dlopen = m->libc_base + v;
 		f->internal = 1;
@@ -170,7 +172,7 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 		   struct mwi_failure *why)
 {
 	uintptr_t lib_at, fn_at, arg_at;
-	uint64_t args[2], handle = 0, sym, res64;
+	uint64_t args[2], handle = 0, res64;
 	struct lib_syms ls;
 	int64_t res;
 	char msg[512];
@@ -203,10 +205,12 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 	if (ret)
 		return call_failed(t, why, "dlopen", "dlopen", ret);
 	if (find_lib_syms(t->pid, rq->lib, rq->fn, &ls)) {
+		/* the message as dlerror() would give it, read from the
+		 * thread's record of the failure rather than by one more
+		 * call (see dlerror.h) */
 		msg[0] = '\0';
-		if (f->dlerror && mwi_call(t, f->dlerror, NULL, 0, &sym) == 0 &&
-		    sym)
-			mwi_read_string(t, sym, msg, sizeof(msg));
+		if (f->dlerror_slot)
+			mwi_dlerror_read(t, f->dlerror_slot, msg, sizeof(msg));
 		if (msg[0] || (!guarded && !handle))
 			return mwi_failf(why, EX_LOAD, "dlopen", 0,
 					 "dlopen: %s failed in the target: %s",
@@ -319,9 +323,18 @@ int mwi_inject(const struct mwi_request *rq, int *result,
 	if (ret)
 		return mwi_fail(why, ret == -EACCES ? EX_PERM : EX_NOPROC,
 				"maps", "reading /proc/PID/maps", "", -ret);
-	if (rq->use_gdb)
-		return mwi_gdb_inject(rq->pid, &maps, rq->lib, rq->fn, rq->arg,
-				      rq->timeout, rq->verbose, result, why);
+	if (rq->use_gdb) {
+		char path[PATH_MAX + 32];
+		uintptr_t slot = 0;
+
+		if (local_file(rq->pid, maps.libc_path, maps.libc_ino, path,
+			       sizeof(path)) ||
+		    mwi_dlerror_slot(path, maps.libc_base, &slot))
+			slot = 0;
+		return mwi_gdb_inject(rq->pid, &maps, slot, rq->lib, rq->fn,
+				      rq->arg, rq->timeout, rq->verbose, result,
+				      why);
+	}
 	if (find_fns(rq->pid, &maps, &fns))
 		return mwi_fail(why, EX_LOAD, "libc",
 				"finding dlopen in the target's libc",
