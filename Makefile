@@ -30,7 +30,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
 	build/targets/libdeep.so build/targets/deepbind-jemalloc \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
-	build/targets/slowerror \
+	build/targets/slowerror build/targets/libinhandler.so \
 	build/targets/libsclog.so build/targets/libslowctor.so
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install help \
@@ -141,6 +141,12 @@ build/targets/libsclog.so: tests/container/sclog.c tests/container/notiflog.h
 
 # a constructor that holds the loader lock for 3 s (test_call_timeout)
 build/targets/libslowctor.so: tests/targets/slowctor.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
+
+# tells whether a call came inside blocker's SIGUSR1 handler
+# (test_signals_in_search)
+build/targets/libinhandler.so: tests/targets/inhandler.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
 

@@ -238,6 +238,36 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 
 static struct mwi_thread thr;
 
+/* The handler frames we let threads run (mwi_thread.handler_sp), kept
+ * from one pass over the threads to the next: a thread released with
+ * one may still be inside it when it is seized again. */
+static struct {
+	pid_t tid;
+	uintptr_t sp;
+} handlers[64];
+
+static uintptr_t handler_of(pid_t tid)
+{
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		if (handlers[i].tid == tid)
+			return handlers[i].sp;
+	return 0;
+}
+
+static void keep_handler(pid_t tid, uintptr_t sp)
+{
+	size_t i, n = sizeof(handlers) / sizeof(handlers[0]);
+
+	for (i = 0; i < n && handlers[i].tid && handlers[i].tid != tid; i++)
+		;
+	if (i == n && !sp)
+		return;
+	if (i == n)	/* full: one of them goes */
+		i = (size_t)tid % n;
+	handlers[i].tid = tid;
+	handlers[i].sp = sp;
+}
+
 /* Each thread gets a bounded number of looks (mwi_safe_point's -EAGAIN)
  * before the next one is tried, and the passes over the threads go on
  * until the deadline: a thread that is rarely outside libc is still
@@ -248,7 +278,7 @@ static int call_in_some_thread(const struct mwi_request *rq,
 			       struct mwi_failure *why)
 {
 	long deadline = mwi_now_ms() + (long)(rq->timeout * 1000);
-	pid_t tids[256];
+	pid_t tids[256], two[2];
 	int ntids, i, ret;
 
 	for (;;) {
@@ -259,6 +289,7 @@ static int call_in_some_thread(const struct mwi_request *rq,
 			thr.tid = tids[i];
 			thr.verbose = rq->verbose;
 			thr.deadline_ms = deadline;
+			thr.handler_sp = handler_of(thr.tid);
 			ret = mwi_seize(&thr);
 			if (ret == -EPERM)
 				return mwi_fail(why, EX_PERM, "ptrace", "ptrace",
@@ -266,6 +297,11 @@ static int call_in_some_thread(const struct mwi_request *rq,
 			if (ret == -ESRCH)
 				continue;	/* thread ended meanwhile */
 			if (ret == 0)
+				ret = mwi_safe_point(&thr, maps);
+			/* the only thread: looked at again without letting it
+			 * go, so that no signal reaches a handler of it unseen
+			 * (released, it is ours to track no more) */
+			while (ret == -EAGAIN && list_threads(rq->pid, two, 2) == 1)
 				ret = mwi_safe_point(&thr, maps);
 			if (ret == 0) {
 				if (rq->verbose)
@@ -285,11 +321,18 @@ static int call_in_some_thread(const struct mwi_request *rq,
 						thr.stopped_us);
 				return ret;
 			}
+			keep_handler(thr.tid, thr.handler_sp);
 			mwi_release(&thr);
 			if (ret == -ETIMEDOUT)
 				return mwi_fail(why, EX_NOSAFE, "safe-point",
 						"finding a safe point",
 						"timed out", 0);
+			if (ret == -EINTR)	/* and stays so */
+				return mwi_fail(why, EX_NOSAFE, "safe-point",
+						"finding a safe point", "the "
+						"process was stopped by a "
+						"signal (SIGSTOP, SIGTSTP, ...)",
+						0);
 		}
 		if (kill(rq->pid, 0) && errno == ESRCH)
 			return mwi_fail(why, EX_GONE, "safe-point",
