@@ -10,16 +10,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Maps the ELF64 file at @path read-only; 0 or -errno / -ENOEXEC. */
+/* Maps the ELF64 file at @path read-only; 0 or -errno / -ENOEXEC.  The
+ * files are the target's (its libc, a copy of our library in a
+ * directory its user owns): a FIFO or a symlink put there meanwhile
+ * must not block us nor lead us elsewhere. */
 static int map_elf(const char *path, const unsigned char **img, size_t *size)
 {
 	struct stat st;
 	void *m;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
 		close(fd);
 		return -ENOEXEC;
 	}
