@@ -43,7 +43,8 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/libsclog.so build/targets/libslowctor.so \
 	build/targets/mapchurn \
 	build/targets/statics build/targets/statics-stripped \
-	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so
+	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so \
+	build/targets/slowerror build/targets/libinhandler.so
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
 	install-product gem deb packages test-packages help \
@@ -82,7 +83,8 @@ deps-build:
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/ptrace.c inject/sigframe.c inject/syscalls.c inject/maps.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
-	inject/bpfeval.c inject/scprobe.c inject/safepoint.c inject/vecvictim.c
+	inject/bpfeval.c inject/scprobe.c inject/safepoint.c inject/vecvictim.c \
+	inject/dlerror.c
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
@@ -176,6 +178,12 @@ build/targets/libsclog.so: tests/container/sclog.c tests/container/notiflog.h
 
 # a constructor that holds the loader lock for 3 s (test_call_timeout)
 build/targets/libslowctor.so: tests/targets/slowctor.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
+
+# tells whether a call came inside blocker's SIGUSR1 handler
+# (test_signals_in_search)
+build/targets/libinhandler.so: tests/targets/inhandler.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
 

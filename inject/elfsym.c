@@ -11,16 +11,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Maps the ELF64 file at @path read-only; 0 or -errno / -ENOEXEC. */
+/* Maps the ELF64 file at @path read-only; 0 or -errno / -ENOEXEC.  The
+ * files are the target's (its libc, a copy of our library in a
+ * directory its user owns): a FIFO or a symlink put there meanwhile
+ * must not block us nor lead us elsewhere. */
 static int map_elf(const char *path, const unsigned char **img, size_t *size)
 {
 	struct stat st;
 	void *m;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
 		close(fd);
 		return -ENOEXEC;
 	}
@@ -93,6 +97,77 @@ int mwi_elf_symbol(const char *path, const char *name, uint64_t *value)
 		}
 	}
 out:
+	munmap((void *)img, size);
+	return ret;
+}
+
+/* The name of symbol @i of the .dynsym in section @symsh, or NULL when
+ * it is out of bounds or unterminated. */
+static const char *dynsym_name(const unsigned char *img, size_t size,
+			       const Elf64_Ehdr *eh, const Elf64_Shdr *sh,
+			       const Elf64_Shdr *symsh, uint64_t i)
+{
+	const Elf64_Shdr *strsh;
+	const Elf64_Sym *sym;
+	const char *s;
+
+	if (symsh->sh_link >= eh->e_shnum ||
+	    i >= symsh->sh_size / sizeof(Elf64_Sym) ||
+	    symsh->sh_offset + symsh->sh_size > size)
+		return NULL;
+	strsh = &sh[symsh->sh_link];
+	if (strsh->sh_offset + strsh->sh_size > size)
+		return NULL;
+	sym = (const Elf64_Sym *)(img + symsh->sh_offset) + i;
+	if (sym->st_name >= strsh->sh_size)
+		return NULL;
+	s = (const char *)img + strsh->sh_offset + sym->st_name;
+	if (strnlen(s, strsh->sh_size - sym->st_name) ==
+	    strsh->sh_size - sym->st_name)
+		return NULL;
+	return s;
+}
+
+int mwi_elf_reloc_slot(const char *path, const char *name, uint32_t type,
+		       uint64_t *vaddr)
+{
+	const unsigned char *img;
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh;
+	size_t i, size;
+	int ret = map_elf(path, &img, &size);
+
+	if (ret)
+		return ret;
+	eh = (const Elf64_Ehdr *)img;
+	sh = table(img, size, eh->e_shoff, eh->e_shnum, sizeof(Elf64_Shdr));
+	ret = sh ? -ENOENT : -ENOEXEC;
+	for (i = 0; sh && i < eh->e_shnum && ret; i++) {
+		const Elf64_Rela *r;
+		size_t n, j;
+
+		if (sh[i].sh_type != SHT_RELA || sh[i].sh_link >= eh->e_shnum ||
+		    sh[sh[i].sh_link].sh_type != SHT_DYNSYM)
+			continue;
+		r = table(img, size, sh[i].sh_offset,
+			  sh[i].sh_size / sizeof(Elf64_Rela), sizeof(Elf64_Rela));
+		if (!r)
+			continue;
+		n = sh[i].sh_size / sizeof(Elf64_Rela);
+		for (j = 0; j < n; j++) {
+			const char *s;
+
+			if (ELF64_R_TYPE(r[j].r_info) != type)
+				continue;
+			s = dynsym_name(img, size, eh, sh, &sh[sh[i].sh_link],
+					ELF64_R_SYM(r[j].r_info));
+			if (s && strcmp(s, name) == 0) {
+				*vaddr = r[j].r_offset;
+				ret = 0;
+				break;
+			}
+		}
+	}
 	munmap((void *)img, size);
 	return ret;
 }

@@ -17,4 +17,12 @@ int mwi_elf_symbol(const char *path, const char *name, uint64_t *value);
 int mwi_elf_find_code(const char *path, const void *code, size_t len,
 		      uint64_t *vaddr);
 
+/* Finds the dynamic relocation of type @type (an R_<arch>_* number)
+ * against symbol @name in the ELF64 file at @path: *@vaddr gets the
+ * virtual address it patches (add the load base), e.g. the GOT slot
+ * that the loader fills with a TLS variable's offset.  Returns 0,
+ * -ENOENT, -ENOEXEC or -errno. */
+int mwi_elf_reloc_slot(const char *path, const char *name, uint32_t type,
+		       uint64_t *vaddr);
+
 #endif

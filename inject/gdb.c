@@ -34,6 +34,7 @@ static const char script_head[] =
 "PID = %d\n"
 "LIBC = (%lu, %lu)\n"
 "LEAF = {%s}\n"
+"DLERR = %lu\n"
 "LIB = \"%s\"\n"
 "FN = \"%s\"\n"
 "ARG = \"%s\"\n"
@@ -65,9 +66,9 @@ static long now_ms(void)
  * A SIGINT would make gdb interrupt the target with a SIGINT to the
  * target's whole process group, passed on when the target resumes;
  * SIGTERM or SIGKILL in the middle of a call kill the target later. */
-static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
-		   const char *fn, const char *arg, long until, char *out,
-		   size_t size)
+static int run_gdb(pid_t pid, const struct mwi_maps *m, uintptr_t dlerror_slot,
+		   const char *lib, const char *fn, const char *arg, long until,
+		   char *out, size_t size)
 {
 	char leaf[MWI_MAX_LEAF * 20 + 1] = "", safe[256] = "";
 	char unsafe[MWI_MAX_RANGES * 44 + 1] = "";
@@ -93,7 +94,8 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 			 (unsigned long)m->unsafe_lo[i],
 			 (unsigned long)m->unsafe_hi[i]);
 	fprintf(f, script_head, (int)pid, (unsigned long)m->libc_lo,
-		(unsigned long)m->libc_hi, leaf, lib, fn, arg, safe, unsafe);
+		(unsigned long)m->libc_hi, leaf, (unsigned long)dlerror_slot,
+		lib, fn, arg, safe, unsafe);
 	fputs(mwi_gdb_attach_py, f);
 	fputs("end\n", f);
 	fclose(f);
@@ -150,9 +152,10 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, const char *lib,
 	return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? 127 : 0;
 }
 
-int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
-		   const char *fn, const char *arg, double timeout, int verbose,
-		   int *result, struct mwi_failure *why)
+int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps,
+		   uintptr_t dlerror_slot, const char *lib, const char *fn,
+		   const char *arg, double timeout, int verbose, int *result,
+		   struct mwi_failure *why)
 {
 	static char out[65536];
 	char shown[PATH_MAX];
@@ -174,8 +177,8 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps, const char *lib,
 	 * to finish its call (gdb startup alone takes a good part of a
 	 * second). */
 	for (;;) {
-		ret = run_gdb(pid, maps, lib, fn, arg, deadline + GDB_GRACE_MS,
-			      out, sizeof(out));
+		ret = run_gdb(pid, maps, dlerror_slot, lib, fn, arg,
+			      deadline + GDB_GRACE_MS, out, sizeof(out));
 		if (ret < 0)
 			return mwi_failf(why, EX_TARGET, "gdb", -ret,
 					 "starting gdb: %s", strerror(-ret));

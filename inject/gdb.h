@@ -13,15 +13,19 @@
 #ifndef MWI_GDB_H
 #define MWI_GDB_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "failure.h"
 #include "maps.h"
 
 /* Returns 0 with *@result set, or a mwrap-inject exit code (> 0) with
- * the reason in @why. */
-int mwi_gdb_inject(pid_t pid, const struct mwi_maps *m, const char *lib,
-		   const char *fn, const char *arg, double timeout, int verbose,
-		   int *result, struct mwi_failure *why);
+ * the reason in @why.  @dlerror_slot (mwi_dlerror_slot, or 0): where a
+ * failed dlopen's message is read from, as the native backend does,
+ * rather than by calling dlerror(). */
+int mwi_gdb_inject(pid_t pid, const struct mwi_maps *m,
+		   uintptr_t dlerror_slot, const char *lib, const char *fn,
+		   const char *arg, double timeout, int verbose, int *result,
+		   struct mwi_failure *why);
 
 #endif

@@ -2,6 +2,7 @@
 /* inject.c - see inject.h */
 #define _GNU_SOURCE
 #include "inject.h"
+#include "dlerror.h"
 #include "elfsym.h"
 #include "exitcodes.h"
 #include "gdb.h"
@@ -48,7 +49,8 @@ static int list_threads(pid_t pid, pid_t *tids, int max)
 }
 
 struct target_fns {
-	uintptr_t dlopen, dlerror, sigaltstack;
+	uintptr_t dlopen, sigaltstack;
+	uintptr_t dlerror_slot;	/* see dlerror.h, or 0 */
 	uintptr_t restore_rt;	/* glibc's "mov $15,%rax; syscall", or 0 */
 	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
 };
@@ -93,8 +95,8 @@ static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
 		f->restore_rt = m->libc_base + v;
 	if (mwi_elf_symbol(path, "dlopen", &v) == 0) {
 		f->dlopen = m->libc_base + v;
-		if (mwi_elf_symbol(path, "dlerror", &v) == 0)
-			f->dlerror = m->libc_base + v;
+		if (mwi_dlerror_slot(path, m->libc_base, &f->dlerror_slot))
+			f->dlerror_slot = 0;
 	} else if (mwi_elf_symbol(path, "__libc_dlopen_mode", &v) == 0) {
 		f->dlopen = m->libc_base + v;
 		f->internal = 1;
@@ -171,7 +173,7 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 		   struct mwi_failure *why)
 {
 	uintptr_t lib_at, fn_at, arg_at;
-	uint64_t args[2], handle = 0, sym, res64;
+	uint64_t args[2], handle = 0, res64;
 	struct lib_syms ls;
 	int64_t res;
 	char msg[512];
@@ -204,10 +206,12 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 	if (ret)
 		return call_failed(t, why, "dlopen", "dlopen", ret);
 	if (find_lib_syms(t->pid, rq->lib, rq->fn, &ls)) {
+		/* the message as dlerror() would give it, read from the
+		 * thread's record of the failure rather than by one more
+		 * call (see dlerror.h) */
 		msg[0] = '\0';
-		if (f->dlerror && mwi_call(t, f->dlerror, NULL, 0, &sym) == 0 &&
-		    sym)
-			mwi_read_string(t, sym, msg, sizeof(msg));
+		if (f->dlerror_slot)
+			mwi_dlerror_read(t, f->dlerror_slot, msg, sizeof(msg));
 		if (msg[0] || (!guarded && !handle))
 			return mwi_failf(why, EX_LOAD, "dlopen", 0,
 					 "dlopen: %s failed in the target: %s",
@@ -235,6 +239,36 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 
 static struct mwi_thread thr;
 
+/* The handler frames we let threads run (mwi_thread.handler_sp), kept
+ * from one pass over the threads to the next: a thread released with
+ * one may still be inside it when it is seized again. */
+static struct {
+	pid_t tid;
+	uintptr_t sp;
+} handlers[64];
+
+static uintptr_t handler_of(pid_t tid)
+{
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		if (handlers[i].tid == tid)
+			return handlers[i].sp;
+	return 0;
+}
+
+static void keep_handler(pid_t tid, uintptr_t sp)
+{
+	size_t i, n = sizeof(handlers) / sizeof(handlers[0]);
+
+	for (i = 0; i < n && handlers[i].tid && handlers[i].tid != tid; i++)
+		;
+	if (i == n && !sp)
+		return;
+	if (i == n)	/* full: one of them goes */
+		i = (size_t)tid % n;
+	handlers[i].tid = tid;
+	handlers[i].sp = sp;
+}
+
 /* Each thread gets a bounded number of looks (mwi_safe_point's -EAGAIN)
  * before the next one is tried, and the passes over the threads go on
  * until the deadline: a thread that is rarely outside libc is still
@@ -245,7 +279,7 @@ static int call_in_some_thread(const struct mwi_request *rq,
 			       struct mwi_failure *why)
 {
 	long deadline = mwi_now_ms() + (long)(rq->timeout * 1000);
-	pid_t tids[256];
+	pid_t tids[256], two[2];
 	int ntids, i, ret;
 
 	for (;;) {
@@ -256,6 +290,7 @@ static int call_in_some_thread(const struct mwi_request *rq,
 			thr.tid = tids[i];
 			thr.verbose = rq->verbose;
 			thr.deadline_ms = deadline;
+			thr.handler_sp = handler_of(thr.tid);
 			ret = mwi_seize(&thr);
 			if (ret == -EPERM)
 				return mwi_fail(why, EX_PERM, "ptrace", "ptrace",
@@ -263,6 +298,11 @@ static int call_in_some_thread(const struct mwi_request *rq,
 			if (ret == -ESRCH)
 				continue;	/* thread ended meanwhile */
 			if (ret == 0)
+				ret = mwi_safe_point(&thr, maps);
+			/* the only thread: looked at again without letting it
+			 * go, so that no signal reaches a handler of it unseen
+			 * (released, it is ours to track no more) */
+			while (ret == -EAGAIN && list_threads(rq->pid, two, 2) == 1)
 				ret = mwi_safe_point(&thr, maps);
 			if (ret == 0) {
 				if (rq->verbose)
@@ -282,11 +322,18 @@ static int call_in_some_thread(const struct mwi_request *rq,
 						thr.stopped_us);
 				return ret;
 			}
+			keep_handler(thr.tid, thr.handler_sp);
 			mwi_release(&thr);
 			if (ret == -ETIMEDOUT)
 				return mwi_fail(why, EX_NOSAFE, "safe-point",
 						"finding a safe point",
 						"timed out", 0);
+			if (ret == -EINTR)	/* and stays so */
+				return mwi_fail(why, EX_NOSAFE, "safe-point",
+						"finding a safe point", "the "
+						"process was stopped by a "
+						"signal (SIGSTOP, SIGTSTP, ...)",
+						0);
 		}
 		if (mwi_proc_gone(rq->pid))
 			return mwi_fail(why, EX_GONE, "safe-point",
@@ -320,9 +367,18 @@ int mwi_inject(const struct mwi_request *rq, int *result,
 	if (ret)
 		return mwi_fail(why, ret == -EACCES ? EX_PERM : EX_NOPROC,
 				"maps", "reading /proc/PID/maps", "", -ret);
-	if (rq->use_gdb)
-		return mwi_gdb_inject(rq->pid, &maps, rq->lib, rq->fn, rq->arg,
-				      rq->timeout, rq->verbose, result, why);
+	if (rq->use_gdb) {
+		char path[PATH_MAX + 32];
+		uintptr_t slot = 0;
+
+		if (local_file(rq->pid, maps.libc_path, maps.libc_ino, path,
+			       sizeof(path)) ||
+		    mwi_dlerror_slot(path, maps.libc_base, &slot))
+			slot = 0;
+		return mwi_gdb_inject(rq->pid, &maps, slot, rq->lib, rq->fn,
+				      rq->arg, rq->timeout, rq->verbose, result,
+				      why);
+	}
 	if (find_fns(rq->pid, &maps, &fns))
 		return mwi_fail(why, EX_LOAD, "libc",
 				"finding dlopen in the target's libc",

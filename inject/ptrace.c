@@ -88,6 +88,11 @@ static int is_event_stop(int status)
 	return WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP;
 }
 
+static int get_regs(struct mwi_thread *t, struct user_regs_struct *r)
+{
+	return ptrace(PTRACE_GETREGS, t->tid, 0, r) ? -errno : 0;
+}
+
 static void remember_signal(struct mwi_thread *t, int sig)
 {
 	/* SIGTRAP stops come from our own syscall stops */
@@ -97,13 +102,20 @@ static void remember_signal(struct mwi_thread *t, int sig)
 		t->pending[t->npending++] = sig;
 }
 
-/* Interrupts the running thread and waits for the interrupt stop,
- * holding back signals that arrive first (re-sent by mwi_release).  Not
- * delivered now: a handler run during our search for a safe point could
- * be taken for one, while what it interrupted holds a lock. */
+/* Interrupts the running thread and waits for the interrupt stop.  A
+ * signal that stops it first is delivered as it resumes, with its own
+ * siginfo, as if we were not there: held back instead, it was lost if
+ * we died before re-sending it.  If the thread has a handler for it, it
+ * stops at the handler's entry (the kernel checks our interrupt before
+ * the next signal): its stack pointer then is the top of the handler's
+ * frame, and until the thread is seen above it again it may be inside
+ * the handler, whose interrupted code may hold a lock (see
+ * mwi_in_handler).  A stop signal stops the process (a group stop):
+ * -EINTR, and it stays stopped when we detach. */
 static int interrupt(struct mwi_thread *t)
 {
-	int status, ret;
+	struct user_regs_struct before = { 0 }, now;
+	int status, ret, sig = 0;
 
 	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0))
 		return -errno;
@@ -111,14 +123,35 @@ static int interrupt(struct mwi_thread *t)
 		ret = wait_stop(t, t->deadline_ms, &status);
 		if (ret)
 			return ret;
+		/* moved since we delivered a signal: onto its handler */
+		if (sig && !get_regs(t, &now) && now.rsp != before.rsp &&
+		    now.rsp > t->handler_sp)
+			t->handler_sp = now.rsp;
 		if (is_event_stop(status))
-			return 0;
-		/* a signal-delivery stop: keep the signal for later */
-		if (WIFSTOPPED(status))
-			remember_signal(t, WSTOPSIG(status));
-		if (ptrace(PTRACE_CONT, t->tid, 0, 0))
+			return WSTOPSIG(status) == SIGTRAP ? 0 : -EINTR;
+		sig = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
+		/* a syscall stop of a guarded call left running is ours */
+		if (sig == (SIGTRAP | 0x80))
+			sig = 0;
+		if (sig) {
+			say(t, "delivering signal %d to thread %d\n", sig,
+			    (int)t->tid);
+			if (get_regs(t, &before))
+				sig = 0;	/* gone: the CONT fails too */
+		}
+		if (ptrace(PTRACE_CONT, t->tid, 0, (void *)(long)sig))
 			return -errno;
 	}
+}
+
+int mwi_in_handler(struct mwi_thread *t, const struct user_regs_struct *r)
+{
+	if (!t->handler_sp)
+		return 0;
+	if (r->rsp <= t->handler_sp)
+		return 1;
+	t->handler_sp = 0;	/* above the outermost frame: all returned */
+	return 0;
 }
 
 int mwi_seize(struct mwi_thread *t)
@@ -145,11 +178,6 @@ int mwi_run_for(struct mwi_thread *t, unsigned us)
 	ret = interrupt(t);
 	t->stop_start_us = mwi_now_us();
 	return ret;
-}
-
-static int get_regs(struct mwi_thread *t, struct user_regs_struct *r)
-{
-	return ptrace(PTRACE_GETREGS, t->tid, 0, r) ? -errno : 0;
 }
 
 int mwi_save(struct mwi_thread *t)

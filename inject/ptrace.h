@@ -26,9 +26,13 @@ struct mwi_thread {
 	size_t xstate_len;
 	uint64_t sigmask;
 	int have_saved;
-	/* signals that arrived while we held the thread: re-sent after */
+	/* synchronous signals (SIGFPE, SIGSYS, ...) that arrived during our
+	 * calls, when every other one is blocked: re-sent after */
 	int pending[MWI_MAX_PENDING];
 	int npending;
+	/* the top of the outermost frame of a signal handler we let the
+	 * thread run during the search (see mwi_in_handler), or 0 */
+	uintptr_t handler_sp;
 	/* bytes we use below the stack's red zone: strings at the top, the
 	 * signal frame below them (saved first, restored last) */
 	uintptr_t scratch;
@@ -50,8 +54,17 @@ struct mwi_thread {
  * past the deadline, -EPERM when ptrace is refused. */
 int mwi_seize(struct mwi_thread *t);
 /* Lets the stopped thread run for @us microseconds and stops it again
- * (an interrupt stop; signals that come meanwhile are held back). */
+ * (an interrupt stop).  Signals that come meanwhile are delivered as it
+ * resumes, never held back (they would be lost with us), and a handler
+ * they run is tracked (mwi_in_handler).  -EINTR: a stop signal stopped
+ * the process, which stays stopped after mwi_release. */
 int mwi_run_for(struct mwi_thread *t, unsigned us);
+/* 1 when the thread, stopped with registers @r, may be inside a signal
+ * handler that we let run during the search (its stack pointer is at or
+ * below the top of that handler's frame), else 0.  What the handler
+ * interrupted may hold a lock: no safe point.  Context: the injector,
+ * with @t seized and stopped. */
+int mwi_in_handler(struct mwi_thread *t, const struct user_regs_struct *r);
 int mwi_save(struct mwi_thread *t);
 /* Copies @len bytes below the red zone; *@addr gets their address. */
 int mwi_write_scratch(struct mwi_thread *t, const void *data, size_t len,
@@ -98,8 +111,9 @@ int mwi_read_string(struct mwi_thread *t, uintptr_t addr, char *buf,
  * Context: the injector, with @t seized. */
 int mwi_settle(struct mwi_thread *t);
 
-/* Restores memory, registers and mask, detaches, re-sends signals.
- * Safe to call in any state. */
+/* Restores memory, registers and mask, detaches, re-sends the
+ * synchronous signals that came during our calls.  Safe to call in any
+ * state. */
 void mwi_release(struct mwi_thread *t);
 
 long mwi_now_ms(void);

@@ -86,6 +86,14 @@ static int check_point(struct mwi_thread *t, const struct mwi_maps *m)
 
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r))
 		return -errno;
+	/* first: a handler's own code, or a syscall it blocks in, looks
+	 * safe, while the code it interrupted may be inside malloc */
+	if (mwi_in_handler(t, &r)) {
+		if (t->verbose)
+			fprintf(stderr, "mwrap-inject: stopped inside a signal "
+				"handler that interrupted it: no safe point\n");
+		return 1;
+	}
 	if (in_syscall(&r))
 		return mwi_syscall_blocking_safe((long)r.orig_rax) ? 0 : 2;
 	if (!mwi_maps_unsafe(m, r.rip))

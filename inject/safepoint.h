@@ -11,8 +11,9 @@
 /* Lets the thread run and stops it again (never single-steps it) until
  * it stops outside libc/ld.so/tracer code, inside a libc string routine
  * that code outside them called, or in a blocking syscall known to hold
- * no lock.  The thread is left in an interrupt stop.  -EAGAIN: no safe
- * point in 200 tries.
+ * no lock, and never inside a signal handler it let run meanwhile
+ * (mwi_in_handler).  The thread is left in an interrupt stop.  -EAGAIN:
+ * no safe point in 200 tries; -EINTR: a stop signal stopped the process.
  * Context: the injector, with @t seized and in an interrupt stop. */
 int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m);
 

@@ -8,6 +8,7 @@ import os
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import time
 
@@ -301,6 +302,61 @@ def test_reattach_after_the_copy_was_deleted(spawn, tmp):
     err = leak_reported(t, line, ["-v"])
     assert "was deleted" in err
     assert t.finish()[0] == 0
+
+
+@pytest.mark.parametrize("n", range(2))
+def test_library_copy_goes_with_its_target(spawn, tmp, n):
+    """Issue 25, item 4.1: the copy made for a target of another user
+    (nobody, in its own mount namespace) is made over to that user once
+    loaded (files still root's, read-only); a re-attach reuses it; a fork
+    child's exit leaves it to its parent; the target's exit removes it
+    (it used to stay in the target's /tmp for ever)."""
+    t, line = unshared_target(spawn, tmp,
+                              [f"mount -t tmpfs none {ROOT}/preload"],
+                              user=65534)
+    assert "copied the library" in leak_reported(t, line, ["-v"])
+    (path,) = lib_mapped(t.pid)
+    staged = tmp / "private" / os.path.basename(os.path.dirname(path))
+    st = os.lstat(staged)
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (65534, 0o755)
+    for f in os.listdir(staged):
+        st = os.lstat(staged / f)
+        assert stat.S_ISREG(st.st_mode), f
+        assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o644), f
+    err = leak_reported(t, line, ["-v"])
+    assert "copied the library" not in err and f"reusing {path}" in err
+    assert lib_mapped(t.pid) == [path]
+    t.send("fork")
+    t.expect("forked child exit=0")
+    assert staged.is_dir(), "a fork child removed its parent's copy"
+    rc, rest, _ = t.finish()
+    assert rc == 0
+    deadline = time.monotonic() + 10
+    while staged.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not staged.exists(), f"left after the target's exit: " \
+        f"{sorted(os.listdir(staged))}"
+
+
+def test_library_copy_not_loaded_is_removed(spawn, tmp):
+    """A copy the target never loaded (the injection failed: blocker
+    inlibc, always inside libc, has no safe point within --timeout 1) is
+    removed by the front end at once, never handed over."""
+    private = private_tmp(tmp)
+    blocker = os.path.join(ROOT, "build", "targets", "blocker")
+    t = spawn(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+               f"mount -t tmpfs none {ROOT}/preload && "
+               f"mount --bind {private} /tmp && "
+               f"exec setpriv --reuid=65534 --regid=65534 --clear-groups "
+               f"{blocker} inlibc"])
+    t.expect("ready")
+    p = attach(["-p", str(t.pid), "-d", "1", "--timeout", "1", "-v"])
+    assert p.returncode != 0 and "copied the library" in p.stderr, p.stderr
+    assert "which the target did not load" in p.stderr, p.stderr
+    assert [f for f in os.listdir(private) if f.startswith("mwrap-lib.")] == []
+    os.kill(t.pid, signal.SIGTERM)
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == ["inlibc usr1=0 rt=0"]
 
 
 def hide_liburcu():

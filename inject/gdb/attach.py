@@ -5,11 +5,15 @@
 #   PID     the target
 #   LIBC    (lo, hi): libc's executable mapping
 #   LEAF    entries of libc's lock-free string routines (maps.c)
+#   DLERR   libc's GOT slot of its thread's dlerror record, or 0
+#           (inject/dlerror.h)
 #   LIB, FN, ARG    the call: dlopen(LIB), then int FN(const char *ARG)
 #   SAFE    blocking syscalls that hold no lock (syscalls.c)
 #   UNSAFE  [(lo, hi)]: code of libc, the loader and our libraries
 # It prints MW_* markers that gdb.c reads; it never waits: with no
 # thread at a safe point it detaches at once and gdb.c tries again.
+import os
+
 import gdb
 
 
@@ -57,12 +61,45 @@ def in_leaf(pc, sp, bad):
         return False
 
 
+def c_string(addr, limit=4096):
+    b = rd(addr, 1)
+    while b[-1] != 0 and len(b) < limit:
+        b += rd(addr + len(b), 1)
+    return b.rstrip(b'\0').decode('utf-8', 'replace')
+
+
+# What dlerror() would return after a failed dlopen, read from the
+# thread's record of it (glibc 2.34+'s struct dl_action_result, see
+# inject/dlerror.c) rather than fetched by one more call into the target.
+def dlerror_message():
+    if not DLERR:
+        return '?'
+    try:
+        tpoff = le(rd(DLERR, 8), True)
+        fs = int(gdb.parse_and_eval('(unsigned long)$fs_base'))
+        at = le(rd((fs + tpoff) % (1 << 64), 8))
+        if at == (1 << 64) - 1:
+            return 'out of memory'
+        r = rd(at, 24)
+        errcode, source, returned = le(r[0:4], True), r[4], r[5]
+        objname, errstring = le(r[8:16]), le(r[16:24])
+        if not 0 <= errcode < 4096 or source > 2 or returned > 1 or \
+           not objname or not errstring:
+            return '?'
+        obj = c_string(objname)
+        msg = obj + (': ' if obj else '') + c_string(errstring, 512)
+        if errcode:
+            msg += ': ' + os.strerror(errcode)
+        return msg.replace('\n', ' ')
+    except Exception:  # unreadable: not the record we know
+        return '?'
+
+
 def call():
     h = gdb.parse_and_eval('(void*)dlopen("%s", 4098)' % LIB)
     print('MW_HANDLE=%#x' % int(h))
     if int(h) == 0:
-        e = gdb.parse_and_eval('(char*)dlerror()')
-        print('MW_ERR=%s' % (e.string() if int(e) else '?'))
+        print('MW_ERR=%s' % dlerror_message())
         return
     s = gdb.parse_and_eval('(void*)dlsym((void*)%d, "%s")' % (int(h), FN))
     if int(s) == 0:

@@ -16,6 +16,7 @@ void mw_options_default(struct mw_options *o)
 	o->lease = 0;
 	o->stacks = 0;
 	o->stack_sample = 0;
+	o->staged = 0;
 }
 
 int mw_options_want_dump(const struct mw_options *o)
@@ -140,6 +141,11 @@ int mw_options_parse(const char *s, struct mw_options *o,
 					    "bad lease (0 to 86400 seconds) in",
 					    s, len);
 			o->lease = (unsigned)num;
+		} else if (key_is(s, klen, "staged")) {
+			if (parse_u64(val, vlen, &num) || num > 1)
+				return fail(o, err, errlen,
+					    "staged must be 0 or 1:", s, len);
+			o->staged = (int)num;
 		} else if (key_is(s, klen, "dump_format")) {
 			if (key_is(val, vlen, "text"))
 				o->format = MW_FORMAT_TEXT;

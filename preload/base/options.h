@@ -20,6 +20,9 @@
  *   lease:SECONDS    attach only: detach by itself unless a control
  *                    command arrives at least every SECONDS (a window
  *                    whose front end died); 0 (default) = no lease
+ *   staged:1         attach only: this library is a copy mwrap-attach
+ *                    made for this process (control/staged.h), to be
+ *                    removed when it exits; 0 (default) = not a copy
  *
  * A value runs to the next comma, so a path cannot contain one (as in
  * mwrap). Keys may come in any order.
@@ -43,6 +46,7 @@ struct mw_options {
 	unsigned lease;			/* seconds; 0: none */
 	unsigned stacks;		/* Ruby frames per site; 0: one line */
 	uint64_t stack_sample;		/* mean bytes between stacks; 0: all */
+	int staged;			/* a copy made for this process */
 };
 
 #define MW_STACKS_MAX 64

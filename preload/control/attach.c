@@ -15,6 +15,7 @@
 #include "control/ctl_server.h"
 #include "control/fork.h"
 #include "control/sigurg.h"
+#include "control/staged.h"
 #include "core/real.h"
 #include "core/rbpos.h"
 #include "core/sample.h"
@@ -127,6 +128,8 @@ static void *helper_main(void *arg)
 
 	(void)arg;
 	mw_tls.guard++;		/* nothing this thread does is traced */
+	if (opts.staged)	/* first: whatever fails below, we are loaded */
+		mw_staged_arm();
 	ret = mw_ctl_open(&opts);
 	if (ret < 0)
 		goto fail;

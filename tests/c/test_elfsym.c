@@ -109,6 +109,34 @@ static void test_find_code(void)
 	dlclose(h);
 }
 
+/* The GOT slot of a TLS variable, found by its relocation, holds what
+ * the loader put there: the variable's offset from the thread pointer
+ * (libc's dlerror record, which inject/dlerror.c reads in a target). */
+static void test_reloc_slot(void)
+{
+	void *var = dlsym(RTLD_DEFAULT, "__libc_dlerror_result");
+	Dl_info info;
+	uint64_t v = 0;
+	char *tp;
+
+	if (!var || !dladdr((void *)printf, &info)) {
+		ok(1, "# SKIP no __libc_dlerror_result (glibc < 2.34)");
+		return;
+	}
+	__asm__("mov %%fs:0, %0" : "=r"(tp));	/* x86-64 */
+	ok(mwi_elf_reloc_slot(info.dli_fname, "__libc_dlerror_result",
+			      R_X86_64_TPOFF64, &v) == 0 &&
+	   tp + *(int64_t *)((char *)info.dli_fbase + v) == (char *)var,
+	   "a TPOFF64 slot holds its variable's offset from the thread "
+	   "pointer");
+	ok(mwi_elf_reloc_slot(info.dli_fname, "__libc_dlerror_result",
+			      R_X86_64_GLOB_DAT, &v) == -ENOENT,
+	   "another relocation type: -ENOENT");
+	ok(mwi_elf_reloc_slot(info.dli_fname, "mwt_missing",
+			      R_X86_64_TPOFF64, &v) == -ENOENT,
+	   "a name that is not there: -ENOENT");
+}
+
 static void test_bad_files(void)
 {
 	static const char text[] = "#!/bin/sh\necho not an ELF file\n";
@@ -124,7 +152,8 @@ static void test_bad_files(void)
 	   "a file that does not exist: -ENOENT");
 	path = file_with("text", text, sizeof(text) - 1);
 	ok(mwi_elf_symbol(path, "mwt_function", &v) == -ENOEXEC &&
-	   mwi_elf_find_code(path, "echo", 4, &v) == -ENOEXEC,
+	   mwi_elf_find_code(path, "echo", 4, &v) == -ENOEXEC &&
+	   mwi_elf_reloc_slot(path, "x", R_X86_64_TPOFF64, &v) == -ENOEXEC,
 	   "a text file: -ENOEXEC");
 	path = file_with("empty", "", 0);
 	ok(mwi_elf_symbol(path, "mwt_function", &v) == -ENOEXEC,
@@ -176,6 +205,7 @@ int main(int argc, char **argv)
 	snprintf(stripped, sizeof(stripped), "%s/libelfsym-stripped.so", dir);
 	test_symbols();
 	test_find_code();
+	test_reloc_slot();
 	test_bad_files();
 	remove_files();
 	return tap_done();

@@ -52,6 +52,10 @@ static void test_valid(void)
 	ok(parse("lease:10") == 0 && o.lease == 10, "lease:10");
 	ok(parse("lease:86401") == -EINVAL && parse("lease:") == -EINVAL,
 	   "bad leases refused");
+	ok(parse("staged:1,lease:10") == 0 && o.staged == 1 &&
+		   parse("") == 0 && o.staged == 0, "staged:1, off by default");
+	ok(parse("staged:2") == -EINVAL && parse("staged:") == -EINVAL,
+	   "staged other than 0 or 1 refused");
 	ok(parse("dump_fd:0") == 0 && !mw_options_want_dump(&o),
 	   "dump_fd:0 means no dump");
 	ok(parse("dump_min:18446744073709551615") == 0 &&

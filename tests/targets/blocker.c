@@ -14,6 +14,11 @@
  *   signals   SIGALRM every 1 ms and a SIGUSR1 handler, counted
  *   urg       its own SIGURG handler, counted
  *   seccomp   a seccomp filter (denying memfd_create), then like read
+ *   inlibc [MS]  always inside libc (memfrob over 64 MiB, not a leaf
+ *             routine: no safe point), until SIGTERM (no syscall in its
+ *             loop: one it is stopped in may be a safe point); counts
+ *             SIGUSR1 and SIGRTMIN, its SIGUSR1 handler spinning MS ms in
+ *             code of its own (a safe-looking place inside a handler)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -35,7 +40,8 @@
 #include <unistd.h>
 
 static volatile int stop;
-static volatile unsigned long alrm, usr1, urg;
+static volatile unsigned long alrm, usr1, urg, rtmin;
+static double spin_ms;
 
 static void say(const char *s)
 {
@@ -244,6 +250,46 @@ static int signals(void)
 	return 0;
 }
 
+/* 1 while on_usr1_spin runs (read by tests/targets/inhandler.c) */
+volatile int blocker_in_handler;
+
+static void on_usr1_spin(int sig)
+{
+	struct timespec ts;
+	double until;
+
+	(void)sig;
+	blocker_in_handler = 1;
+	usr1++;
+	/* clock_gettime is the vDSO's: no syscall, no libc code to speak of */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	until = ts.tv_sec + ts.tv_nsec / 1e9 + spin_ms / 1000;
+	do
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	while (ts.tv_sec + ts.tv_nsec / 1e9 < until);
+	blocker_in_handler = 0;
+}
+
+static void on_rtmin(int sig) { (void)sig; rtmin++; }
+
+static int in_libc(void)
+{
+	static char buf[64 << 20];
+	struct sigaction sa = { 0 };
+
+	sa.sa_handler = on_usr1_spin;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_rtmin;
+	sigaction(SIGRTMIN, &sa, NULL);
+	signal(SIGTERM, on_term);
+	say("ready\n");
+	while (!stop)
+		memfrob(buf, sizeof(buf));
+	printf("inlibc usr1=%lu rt=%lu\n", usr1, rtmin);
+	return 0;
+}
+
 static int urg_handler(void)
 {
 	struct sigaction sa = { 0 };
@@ -302,6 +348,10 @@ int main(int argc, char **argv)
 		return say("ready\n"), urg_handler();
 	if (!strcmp(mode, "seccomp"))
 		return seccomp_filtered();
+	if (!strcmp(mode, "inlibc")) {
+		spin_ms = argc > 2 ? atof(argv[2]) : 0;
+		return in_libc();
+	}
 	fprintf(stderr, "usage: blocker MODE\n");
 	return 2;
 }

@@ -23,16 +23,23 @@ module MwrapAttach
         fail!(EXIT[:already_attached], *ControlClient.refusal(target, stats))
       end
       GdbCheck.check(o[:timeout]) if o[:backend] == "gdb"
-      lib = Stage.library_for(target, o[:verbose])
+      lib, copy = Stage.library_for(target, o[:verbose])
       opts = []
       opts << "sample:#{o[:sample].to_i}" if o[:sample]
       opts << "stacks:#{o[:stacks].to_i}" if o[:stacks]
       # exact lines, and about one stack per 64 KiB for their callers
       opts << "stack_sample:#{CLI::DEFAULT_STACKS_SAMPLE}" if o[:stacks] && !o[:sample]
       opts << "lease:#{ControlClient::LEASE_SECONDS}" unless o[:keep]
+      opts << "staged:1" if copy
       interrupt, old_traps = Window.trap_interrupts unless o[:keep]
       t0 = Time.now
-      Injector.attach(target, lib, opts.join(","), o[:backend], o[:verbose], o[:timeout])
+      begin
+        Injector.attach(target, lib, opts.join(","), o[:backend], o[:verbose], o[:timeout])
+      ensure
+        # handed to the target's user if loaded (removed when the target
+        # exits), else removed now
+        copy&.settle(target, o[:verbose])
+      end
       chan, attached = ControlClient.wait_attached(target)
       warn format("mwrap-attach: attached to %d in %.0f ms (%s)", target.pid, (Time.now - t0) * 1000, attached)
       if o[:keep]

@@ -56,35 +56,36 @@ module MwrapAttach
       nil
     end
 
-    # Returns the library path as the target sees it.  A library already
-    # loaded in the target is reused (dlopen finds it by that name); ours
-    # when the target shares our filesystem and can read it; else a copy,
-    # with liburcu beside it, in a fresh directory in the target's /tmp.
+    # Returns [path, copy]: the library path as the target sees it, and
+    # the Copy made for it (nil when none was).  A library already loaded
+    # in the target is reused (dlopen finds it by that name); ours when
+    # the target shares our filesystem and can read it; else a copy, with
+    # liburcu beside it, in a fresh directory in the target's /tmp, which
+    # the caller settles once the injection is over.
     def self.library_for(target, verbose)
       lib = our_library
       path, deleted = loaded_library(target)
       if path && !deleted
         warn "mwrap-attach: reusing #{path}, already loaded in the target" if verbose
-        return path
+        return [path, nil]
       end
       warn "mwrap-attach: the library loaded in the target (#{path}) was deleted; loading a new copy" if path
       files = library_files(lib)
       shared = files.all? { |f| same_file?(f, target.path(f)) && readable_by?(target, f) }
-      return lib if shared
+      return [lib, nil] if shared
 
-      dir = stage_library(target, files)
-      warn "mwrap-attach: copied the library to #{dir} in the target's filesystem" if verbose
-      File.join(dir, File.basename(lib))
+      copy = stage_library(target, files)
+      warn "mwrap-attach: copied the library to #{copy.dir} in the target's filesystem" if verbose
+      [copy.path, copy]
     end
 
     # Copies FILES into a new directory of ours (root's, 0755) under the
-    # target's /tmp (else /dev/shm, /var/tmp), and returns its name as the
-    # target sees it.  Everything goes through descriptors: the parent is
-    # opened without following a symlink (under /proc/PID/root an absolute
-    # one would resolve on our side), the directory is made by mkdir and
-    # checked by fstat, the files are created O_EXCL | O_NOFOLLOW.  Nothing
-    # the target's user controls is followed or written through.  The copy
-    # stays while the target may map it: a later attach reuses it.
+    # target's /tmp (else /dev/shm, /var/tmp), and returns it as a Copy.
+    # Everything goes through descriptors: the parent is opened without
+    # following a symlink (under /proc/PID/root an absolute one would
+    # resolve on our side), the directory is made by mkdir and checked by
+    # fstat, the files are created O_EXCL | O_NOFOLLOW.  Nothing the
+    # target's user controls is followed or written through.
     def self.stage_library(target, files)
       errors = []
       %w[/tmp /dev/shm /var/tmp].each do |base|
@@ -107,6 +108,7 @@ module MwrapAttach
       st = dir.stat
       fail!(EXIT[:library], "#{name} is not the directory we made") unless st.directory? && st.uid == Process.euid
       made = name
+      copy = Copy.new(parent, dir, base, name, files.map { |f| File.basename(f) })
       files.each do |f|
         File.open("/proc/self/fd/#{dir.fileno}/#{File.basename(f)}",
                   File::WRONLY | File::CREAT | File::EXCL | File::NOFOLLOW, 0o600) do |out|
@@ -117,14 +119,82 @@ module MwrapAttach
       # readable only now that it is complete
       File.chmod(0o755, "/proc/self/fd/#{dir.fileno}")
       made = nil
-      File.join(base, name)
+      copy
     ensure
       if made # failed half way: remove what we made, through the same fds
-        files.each { |f| File.unlink("/proc/self/fd/#{dir.fileno}/#{File.basename(f)}") rescue nil } if dir
-        Dir.rmdir("/proc/self/fd/#{parent.fileno}/#{made}") rescue nil
+        copy ? copy.remove : (Dir.rmdir("/proc/self/fd/#{parent.fileno}/#{made}") rescue nil)
       end
-      dir&.close
-      parent&.close
+      unless copy && !made # the Copy keeps them open
+        dir&.close
+        parent&.close
+      end
+    end
+
+    # A copy of our library made for one target by stage_in, held by
+    # descriptors of its directory and of that directory's parent until
+    # the injection is over.  Then (settle) the directory, root's so far,
+    # is handed over to the target's user if the target has the library
+    # loaded from it: its process removes the copy when it exits
+    # (preload/control/staged.c, armed by the attach option staged:1),
+    # and needs it until then.  A copy the target did not load is removed
+    # at once.  Both through the descriptors, never a path.
+    class Copy
+      attr_reader :dir, :path
+
+      def initialize(parent, dirio, base, name, files)
+        @parent = parent
+        @dirio = dirio
+        @name = name
+        @files = files
+        @dir = File.join(base, name)
+        @path = File.join(@dir, "libmwrap.so")
+      end
+
+      def settle(target, verbose)
+        if mapped_in?(target)
+          uid = Stage.fs_uid(target)
+          File.chown(uid, nil, "/proc/self/fd/#{@dirio.fileno}")
+          warn "mwrap-attach: #{@dir} is now uid #{uid}'s; the target removes it when it exits" if verbose
+        else
+          remove
+          warn "mwrap-attach: removed #{@dir}, which the target did not load" if verbose
+        end
+      rescue SystemCallError => e
+        warn "mwrap-attach: #{@dir} in the target's filesystem: #{e.message}"
+      ensure
+        close
+      end
+
+      # Our files, then the directory (left if anything else is in it).
+      def remove
+        @files.each { |f| File.unlink("/proc/self/fd/#{@dirio.fileno}/#{f}") rescue nil }
+        Dir.rmdir("/proc/self/fd/#{@parent.fileno}/#{@name}") rescue nil
+      end
+
+      def close
+        @dirio.close unless @dirio.closed?
+        @parent.close unless @parent.closed?
+      end
+
+      private
+
+      # Does the target map our libmwrap.so?  By its inode and the name
+      # of our directory: maps may name it from our root (a chroot).
+      def mapped_in?(target)
+        ino = File.stat("/proc/self/fd/#{@dirio.fileno}/libmwrap.so").ino
+        tail = "/#{@name}/libmwrap.so"
+        File.foreach("/proc/#{target.pid}/maps").any? do |l|
+          f = l.split(" ", 6)
+          f[4].to_i == ino && f[5].to_s.strip.delete_suffix(" (deleted)").end_with?(tail)
+        end
+      rescue SystemCallError
+        false
+      end
+    end
+
+    # The uid the target's process acts with on files (Uid's fourth field).
+    def self.fs_uid(target)
+      File.read("/proc/#{target.pid}/status")[/^Uid:\s+\d+\s+\d+\s+\d+\s+(\d+)/, 1].to_i
     end
 
     private_class_method :our_library, :library_files, :same_file?, :readable_by?,
