@@ -1,32 +1,62 @@
 # frozen_string_literal: true
 #
-# Growth over a window: a per-second series of tracked live bytes, for
-# all sites and for each of the top sites, and each site's trend (slope
-# in bytes/s, and whether it was still rising at the end).  A leak rises
+# Growth over a window: a series of tracked live bytes (a sample every
+# half second), for all sites and for each of the top sites, and each
+# site's trend (slope in bytes/s, and whether it was still rising at the
+# end).  A leak rises
 # steadily to the end; a cache warming up rises, then levels off: the
 # final dump alone cannot tell them apart.
+#
+# A label is a claim about the series, so it changes only on evidence
+# larger than the series' own noise: each slope is weighed against its
+# standard error, the noise measured from the series itself (the spread
+# of its sample-to-sample changes, which one step does not inflate).
+# The same buffer, jumping once then holding still, reads the same in
+# window after window.
 module MwrapGrowth
-  # A site that grew at least this share of its slope over the whole
-  # window during the last third is still rising.
-  LATE_SHARE = 0.25
   # fewer points than this make no trend
-  MIN_POINTS = 3
+  MIN_POINTS = 4
+  # the late part of a series: its last third, and at least its last
+  # LATE_SECONDS and its last LATE_POINTS points
+  LATE_POINTS = 3
+  LATE_SECONDS = 2.0
+  # a late slope below this share of the rate the site grew at until
+  # then has slowed down: the site levelled off, however sure the slope
+  LATE_SHARE = 0.25
+  # A measure counts as a change when it is more than ENTER standard
+  # errors from 0, as none when it is less than STAY: between them the
+  # evidence is unclear and the label stays what it was (hysteresis).
+  # These are for a noise measured from many samples; thresholds()
+  # widens them for few.
+  ENTER = 3.0
+  STAY = 2.0
+  # the largest sample-to-sample change is a step, not noise, when it is
+  # more than this many times the others' root mean square
+  STEP = 4.0
+  # the noise taken for a series with none: a share of its largest
+  # value, and at least a few bytes (malloc's own granularity)
+  NOISE_FLOOR_SHARE = 0.001
+  NOISE_FLOOR_BYTES = 64
 
   # One window's samples: t (seconds since the window began), the
-  # tracked live bytes of all sites then, and the live bytes of each
-  # site that was in a sample's top (nil where a sample did not list it).
+  # tracked live bytes of all sites then, the live bytes of each site
+  # (by line) that was in a sample's top (nil where a sample did not
+  # list it), and for each sample the most a site it did not list could
+  # hold (unlisted: see MwrapGrowth.fill).
   class Series
-    attr_reader :t, :live, :sites
+    attr_reader :t, :live, :sites, :unlisted
 
-    def initialize(t = [], live = [], sites = {})
+    def initialize(t = [], live = [], sites = {}, unlisted: nil)
       @t = t
       @live = live
       @sites = sites
+      @unlisted = unlisted
     end
 
     # Adds a sample: T seconds in, LIVE tracked bytes, TOP {location =>
-    # live bytes} of the sites the sample listed.
-    def add(t, live, top)
+    # live bytes} of the sites the sample listed, UNLISTED the most a
+    # site it left out could hold (nil: unknown).
+    def add(t, live, top, unlisted = nil)
       n = @t.size
       @t << t.round(2)
       @live << live
@@ -34,6 +64,7 @@ module MwrapGrowth
       top.each do |loc, bytes|
         (@sites[loc] ||= Array.new(n + 1))[n] = bytes
       end
+      (@unlisted ||= Array.new(n)) << unlisted
     end
 
     def empty?
@@ -42,12 +73,15 @@ module MwrapGrowth
 
     # The series as a JSON record (type "series").
     def to_h
-      { "type" => "series", "t" => @t, "live_bytes" => @live, "sites" => @sites }
+      h = { "type" => "series", "t" => @t, "live_bytes" => @live, "sites" => @sites }
+      h["unlisted_max"] = @unlisted if @unlisted&.any?
+      h
     end
 
     # A series from its JSON record.
     def self.from_h(obj)
-      new(Array(obj["t"]), Array(obj["live_bytes"]), (obj["sites"] || {}).to_h)
+      new(Array(obj["t"]), Array(obj["live_bytes"]), (obj["sites"] || {}).to_h,
+          unlisted: obj["unlisted_max"])
     end
 
     # Several processes' series, whose windows ran side by side, as one:
@@ -66,9 +100,17 @@ module MwrapGrowth
       new(list.max_by { |s| s.t.size }&.t.dup || [], live, sites)
     end
 
+    # LOCATION's live bytes at each sample, its unlisted samples filled
+    # as far as the samples tell (MwrapGrowth.fill); nil for a location
+    # the series never listed.
+    def filled(location)
+      ys = @sites[location]
+      ys && MwrapGrowth.fill(ys, @unlisted)
+    end
+
     # LOCATION's trend, or nil when it has too few samples.
     def trend_of(location)
-      ys = @sites[location]
+      ys = filled(location)
       ys && MwrapGrowth.trend(@t, ys)
     end
 
@@ -78,38 +120,167 @@ module MwrapGrowth
     end
   end
 
-  # Least-squares slope of YS over TS (pairs with a nil y left out), in
-  # units of y per unit of t; nil with fewer than MIN_POINTS points.
-  def self.slope(ts, ys)
-    pts = ts.zip(ys).reject { |_, y| y.nil? }
+  # A site's samples YS with those that did not list it filled where the
+  # samples tell its value, as far as UNLISTED (the most a site left out
+  # of each sample could hold) allows:
+  # - a sample that listed fewer sites than its top listed every site
+  #   there was (UNLISTED 0): one it left out had made no allocation yet
+  #   and held 0 (the window's table starts empty);
+  # - otherwise the site held at most UNLISTED, the smallest listed
+  #   site's bytes.  Before its first listed value V it takes the highest
+  #   value at or below V that every bound from there to V allows (the
+  #   smallest rise the samples prove: it rose by at least that), after
+  #   its last listed value W likewise (the smallest fall), and between
+  #   two listed values the shallowest dip their bounds prove.  Where the
+  #   bounds allow its neighbours' own level, the sample proves nothing
+  #   and stays nil (unknown).
+  # A bound is per site: a line made of several sites (rare: only native
+  # sites may share a name) may hold more, which this leaves out.
+  def self.fill(ys, unlisted)
+    return ys unless unlisted && ys.include?(nil)
+
+    out = ys.dup
+    known = ys.each_index.reject { |i| ys[i].nil? }
+    return out if known.empty?
+
+    ys.each_index do |i|
+      next unless ys[i].nil? && unlisted[i]
+
+      left = known.reverse.find { |k| k < i }
+      right = known.find { |k| k > i }
+      # the highest path the bounds allow from each listed neighbour
+      from_left = left && ((left + 1)..i).map { |j| unlisted[j] || Float::INFINITY }.push(ys[left]).min
+      from_right = right && (i...right).map { |j| unlisted[j] || Float::INFINITY }.push(ys[right]).min
+      v = [from_left, from_right].compact.max
+      level = [left && ys[left], right && ys[right]].compact.min
+      out[i] = v if v < level || unlisted[i].zero?
+    end
+    out
+  end
+
+  def self.median(xs)
+    s = xs.sort
+    m = s.size / 2
+    s.size.odd? ? s[m] : (s[m - 1] + s[m]) / 2.0
+  end
+
+  # Least-squares fit of points PTS ([t, y]): [slope, sum of (t - mean t)^2],
+  # or nil for fewer than 2 distinct times.
+  def self.fit(pts)
+    mt = pts.sum(&:first) / pts.size.to_f
+    my = pts.sum(&:last) / pts.size.to_f
+    sxx = pts.sum { |t, _| (t - mt)**2 }
+    return nil unless sxx.positive?
+
+    [pts.sum { |t, y| (t - mt) * (y - my) } / sxx, sxx]
+  end
+
+  # Student's t quantiles for 1..30 degrees of freedom: ENTER_T at
+  # 99.865% (3 standard errors of normal noise, one-sided), STAY_T at
+  # 97.7% (2): a noise measured from few samples is itself uncertain,
+  # and the thresholds widen to keep the same odds of a false label.
+  ENTER_T = [200.0, 19.21, 9.22, 6.62, 5.51, 4.9, 4.53, 4.28, 4.09, 3.96, 3.85, 3.76, 3.69, 3.64, 3.59,
+             3.55, 3.51, 3.48, 3.45, 3.42, 3.40, 3.38, 3.36, 3.34, 3.33, 3.31, 3.30, 3.29, 3.28, 3.27].freeze
+  STAY_T = [13.82, 4.5, 3.29, 2.86, 2.64, 2.51, 2.42, 2.36, 2.31, 2.28, 2.25, 2.23, 2.21, 2.19, 2.18,
+            2.17, 2.16, 2.15, 2.14, 2.13, 2.12, 2.11, 2.11, 2.10, 2.10, 2.09, 2.09, 2.09, 2.08, 2.08].freeze
+
+  # The thresholds [enter, stay] for a noise measured with DOF degrees
+  # of freedom (beyond the table, the first term of t's expansion).
+  def self.thresholds(dof)
+    return [ENTER_T[dof - 1], STAY_T[dof - 1]] if dof.between?(1, ENTER_T.size)
+
+    [ENTER, STAY].map { |z| z + (z**3 + z) / (4.0 * [dof, 1].max) }
+  end
+
+  # The series' noise: [the standard deviation of a sample about the
+  # series' course, the degrees of freedom it was measured with].  It
+  # comes from the sample-to-sample changes less the typical one (the
+  # median rate times the interval: a ramp has no noise), their root
+  # mean square over sqrt(2) (a change is the difference of two
+  # samples' noise).  The largest change is left out when it is more
+  # than STEP times the others' (a step: one change, not noise).  At
+  # least the floor (NOISE_FLOOR_*).
+  def self.noise(pts)
+    steps = pts.each_cons(2).map { |(t0, y0), (t1, y1)| [t1 - t0, y1 - y0] }.select { |dt, _| dt.positive? }
+    floor = [NOISE_FLOOR_BYTES, NOISE_FLOOR_SHARE * pts.map { |_, y| y.abs }.max].max
+    return [floor, 1] if steps.size < 2
+
+    rate = median(steps.map { |dt, dy| dy / dt })
+    dev = steps.map { |dt, dy| dy - rate * dt }.sort_by(&:abs)
+    rms = ->(xs) { Math.sqrt(xs.sum { |x| x * x } / [xs.size - 1, 1].max) }
+    dev.pop if dev.size >= 3 && dev.last.abs > STEP * rms.call(dev[0..-2])
+    [[rms.call(dev) / Math.sqrt(2), floor].max, [dev.size - 1, 1].max]
+  end
+
+  # The late part of points PTS: those of the window's last third, and
+  # at least its last LATE_SECONDS and its last LATE_POINTS points.
+  def self.late_part(pts)
+    span = pts.last[0] - pts.first[0]
+    from = pts.last[0] - [span / 3.0, LATE_SECONDS].max
+    last = pts.select { |t, _| t >= from - 1e-9 }
+    last.size >= LATE_POINTS ? last : pts.last(LATE_POINTS)
+  end
+
+  # The state the points PTS give evidence for with noise SIGMA (DOF its
+  # degrees of freedom), or nil when the evidence is unclear (the state
+  # stays what it was).  Measures, each in standard errors: the rise
+  # (the late part's mean less the first sample: the window started
+  # empty); the late slope, above 0 ("up"); and how far it is below the
+  # rate the site grew at until then ("slow", the rise over the time to
+  # the late part).  The thresholds are ENTER and STAY (thresholds()):
+  # - "falling": up below -ENTER, or a fall of more than ENTER with up
+  #   below STAY;
+  # - "rising": up above ENTER, not slowed to less than LATE_SHARE of
+  #   the rate it grew at; or, after a rise, up above STAY and no sign of
+  #   slowing (slow below STAY): growth seen, and no evidence it stopped;
+  # - "levelled": after a rise, a late slope indistinguishable from 0
+  #   (up below STAY) and below the rate it grew at (slow above STAY), or
+  #   slowed by more than ENTER to less than LATE_SHARE of that rate;
+  # - "flat": rise and up both within STAY.
+  def self.evidence(pts, sigma, dof)
+    enter, stay = thresholds(dof)
+    last = late_part(pts)
+    late, lxx = fit(last)
+    return nil unless late
+
+    gain = last.sum(&:last) / last.size - pts.first[1]
+    gain_se = sigma * Math.sqrt(1 + 1.0 / last.size)
+    dt = last.sum(&:first) / last.size - pts.first[0]
+    rate = dt.positive? ? gain / dt : 0.0
+    late_se = sigma / Math.sqrt(lxx)
+    rise = gain / gain_se
+    up = late / late_se
+    slow = dt.positive? ? (rate - late) / Math.hypot(late_se, gain_se / dt) : 0.0
+    fast = late >= LATE_SHARE * rate
+    if up < -enter then "falling"
+    elsif up > enter && fast then "rising"
+    elsif rise > enter
+      if (slow > stay && up < stay) || (slow > enter && !fast) then "levelled"
+      elsif slow < stay && up > stay then "rising"
+      end
+    elsif rise < -enter && up < stay then "falling"
+    elsif rise.abs < stay && up.abs < stay then "flat"
+    end
+  end
+
+  # { slope: bytes/s over the whole series, late: over its late part,
+  #   stderr: the slope's standard error, noise: a sample's,
+  #   state: "rising" | "levelled" | "falling" | "flat" }, or nil with
+  # fewer than MIN_POINTS points.
+  # The state is decided sample by sample, as the window ran: it starts
+  # "flat" and changes only where the samples so far give evidence for
+  # another (evidence()), so one noisy sample near the end does not undo
+  # what the window showed.
+  def self.trend(ts, ys)
+    pts = ts.each_index.filter_map { |i| [ts[i].to_f, ys[i].to_f] if ys[i] }
     return nil if pts.size < MIN_POINTS
 
-    mt = pts.sum { |t, _| t } / pts.size.to_f
-    my = pts.sum { |_, y| y } / pts.size.to_f
-    den = pts.sum { |t, _| (t - mt)**2 }
-    return 0.0 if den.zero?
-
-    pts.sum { |t, y| (t - mt) * (y - my) } / den
-  end
-
-  # { slope: bytes/s over the whole series, late: over its last third,
-  #   state: "rising" | "levelled" | "falling" | "flat" }, or nil.
-  def self.trend(ts, ys)
-    all = slope(ts, ys)
-    return nil unless all
-
-    known = ts.zip(ys).reject { |_, y| y.nil? }
-    last = known.last(known.size / 3)
-    late = slope(last.map(&:first), last.map(&:last))
-    { slope: all, late: late, state: state(all, late) }
-  end
-
-  def self.state(all, late)
-    return "flat" if all.abs < 1
-    return "falling" if all.negative?
-    return "rising" if late.nil? || late >= LATE_SHARE * all
-
-    "levelled"
+    sigma, dof = noise(pts)
+    state = "flat"
+    (MIN_POINTS..pts.size).each { |k| state = evidence(pts.first(k), sigma, dof) || state }
+    whole, sxx = fit(pts) || [0.0, nil]
+    late = fit(late_part(pts))&.first
+    { slope: whole, late: late, stderr: sxx ? sigma / Math.sqrt(sxx) : nil, noise: sigma, state: state }
   end
 
   # "+1.2 MiB/s rising", for a trend from trend().

@@ -455,6 +455,7 @@ module MwrapReport
       "scanned_bytes" => s[:scanned], "unreferenced_bytes" => s[:unref],
       "unreferenced_count" => s[:unref_count],
       "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state],
+      "growth_stderr_bytes_per_s" => tr && tr[:stderr]&.round(1),
       "stack" => s[:stack],
       "callers" => s[:callers]&.map { |loc, sh| { "location" => loc, "share" => sh.round(4) } } }.compact
   end

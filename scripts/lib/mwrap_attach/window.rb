@@ -22,10 +22,14 @@ module MwrapAttach
 
     # sites per sample in the growth series
     SERIES_TOP = 20
+    # seconds between its samples: a growth label weighs slopes against
+    # the series' own noise, which takes samples to measure (a 4 s window
+    # has 9)
+    SERIES_EVERY = 0.5
 
     # Runs the window on CHAN until o[:seconds] passed or INTERRUPT was
     # seen: [its length in seconds, its growth series (MwrapGrowth::Series,
-    # one sample a second)].
+    # a sample every SERIES_EVERY seconds)].
     def self.run(target, chan, o, interrupt)
       started = Time.now
       series = MwrapGrowth::Series.new
@@ -33,12 +37,12 @@ module MwrapAttach
       last = nil
       until interrupt[:seen] || Time.now - started >= o[:seconds]
         fail!(EXIT[:target_gone], "process #{target.pid} exited during the window") unless target.alive?
-        if last.nil? || Time.now - last >= 1
+        if last.nil? || Time.now - last >= SERIES_EVERY
           last = Time.now
           top = sample(chan, series, last - started)
           status&.tick(top)
         end
-        sleep [0.25, o[:seconds] - (Time.now - started)].min.clamp(0.01, 0.25)
+        sleep [0.1, o[:seconds] - (Time.now - started)].min.clamp(0.01, 0.1)
       end
       top = sample(chan, series, Time.now - started)
       status&.tick(top, final: true)
@@ -53,7 +57,11 @@ module MwrapAttach
       # by location: with --stacks several sites (stacks) share one line
       by_line = Hash.new(0)
       top.sites.each { |s| by_line[s[:location]] += s[:live].to_i }
-      series.add(t, top.header["tracked_live_bytes"].to_i, by_line)
+      # what a site it left out held: nothing when it listed fewer than
+      # asked (every site with an allocation), else at most the least
+      # listed one
+      unlisted = top.sites.size < SERIES_TOP ? 0 : top.sites.map { |s| s[:live].to_i }.min
+      series.add(t, top.header["tracked_live_bytes"].to_i, by_line, unlisted)
       top
     rescue Failure
       nil
