@@ -3,14 +3,15 @@ tracked live bytes and the top sites every half second; the report gives
 each site's slope and whether it still rose at the end, so a leak
 (rising to the end) reads apart from a cache that filled, then levelled
 off.  Issue 27 item 2: the label holds still window after window (a
-buffer that jumps once, then holds, reads levelled; the classifier
-itself: test_growth_labels.py)."""
+buffer that jumps once, then holds, reads levelled) and --gc's
+collection is no fall (the classifier itself: test_growth_labels.py)."""
 import json
 import os
+import time
 
 import pytest
 
-from conftest import ATTACH, CHROMIUM, ROOT, chromium, during_window, \
+from conftest import ATTACH, CHROMIUM, LEAK_RB, ROOT, chromium, during_window, \
     ptrace_allowed, start_ready
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -118,4 +119,37 @@ def test_a_buffer_that_jumps_then_holds_reads_levelled_window_after_window(spawn
         t.expect("stepped")
     assert labels[buf].count("levelled") >= TIMES - 1, labels
     assert labels[leak] == ["rising"] * TIMES, labels
+    t.finish()
+
+
+def test_gc_garbage_is_not_read_as_growth(spawn):
+    """--gc: a line making garbage all window long (collected by the
+    final GC) grows by no more than it keeps, and the GC's drop is no
+    fall; the leak beside it keeps rising at its own rate."""
+    t, f = start_ready(spawn, ["ruby", LEAK_RB])
+    garbage = f"{LEAK_RB}:{f['garbage_line']}"
+    leak = f"{LEAK_RB}:{f['leak_line']}"
+    size = 16384
+
+    def churn():    # 320 KiB of garbage and 80 KiB of leak every 0.4 s
+        end = time.monotonic() + 3.6
+        while time.monotonic() < end:
+            t.send(f"garbage 20 {size}")
+            t.expect("garbage")
+            t.send(f"leak 5 {size}")
+            t.expect("leaked")
+            time.sleep(0.4)
+    header, sites, series = json_window(["-p", str(t.pid), "-d", "4", "--gc"], t.pid, churn)
+    assert header["gc"] == "ran"
+    # the last sample is the one after the GC
+    assert series["gc_sample"] == len(series["t"]) - 1
+    before = series["sites"][garbage][series["gc_sample"] - 1]
+    assert before >= 2_000_000, series["sites"][garbage]
+    g = sites.get(garbage)
+    if g:
+        assert g["growth"] != "falling", g
+        assert g["growth_bytes_per_s"] * header["seconds"] <= g["live_bytes"] + size, g
+    assert sites[leak]["growth"] == "rising", sites[leak]
+    rate = sites[leak]["growth_bytes_per_s"]
+    assert 5 * size / 0.4 / 2 <= rate <= 5 * size / 0.4 * 2, sites[leak]
     t.finish()

@@ -3,7 +3,8 @@ written here (a header, its sites, the series record) and read by
 mwrap-report.  A label changes only on evidence larger than the series'
 own noise: noise reads flat, a step then a flat line levelled, a ramp
 rising, a cache that fills then stops levelled, whatever the noise's
-draw; a site that first shows after the window began rose from 0."""
+draw; a site that first shows after the window began rose from 0;
+--gc's collection at the end is no fall."""
 import json
 import os
 import random
@@ -132,3 +133,22 @@ def test_a_site_first_listed_after_the_window_began_rose_from_zero(tmp):
     assert growth(write_dump(tmp, t, {"a.rb:1": ys}))["a.rb:1"][0] == "flat"
     # a bound above what it held later proves nothing either
     assert growth(write_dump(tmp, t, {"a.rb:1": ys}, unlisted=[5_000_000] * len(t)))["a.rb:1"][0] == "flat"
+
+
+def test_gc_at_the_end_is_no_fall(tmp):
+    """--gc's last sample, after the GC (gc_sample): a step kept whole
+    stays levelled, a leak half of whose bytes were garbage stays rising
+    at half its slope, a site that was all garbage reads flat."""
+    t = times(4)
+    step = noisy([0 if x < 0.3 else 2_000_000 for x in t], 50_000, 1)
+    leak = [round(400_000 * x) for x in t]
+    garbage = [round(300_000 * x) for x in t]
+    sites = {"step.rb:1": step + [step[-1]], "leak.rb:1": leak + [leak[-1] // 2],
+             "garbage.rb:1": garbage + [0]}
+    out = growth(write_dump(tmp, t + [t[-1] + 0.01], sites, unlisted=[0] * (len(t) + 1), gc=len(t)))
+    assert out["step.rb:1"][0] == "levelled"
+    assert out["leak.rb:1"][0] == "rising" and 180_000 <= out["leak.rb:1"][1] <= 220_000
+    assert out["garbage.rb:1"] == ("flat", 0.0)
+    # read as an ordinary sample, the GC's drop is a fall
+    out = growth(write_dump(tmp, t + [t[-1] + 0.01], sites, unlisted=[0] * (len(t) + 1)))
+    assert out["garbage.rb:1"][0] == "falling"

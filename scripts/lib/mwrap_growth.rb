@@ -42,15 +42,17 @@ module MwrapGrowth
   # tracked live bytes of all sites then, the live bytes of each site
   # (by line) that was in a sample's top (nil where a sample did not
   # list it), and for each sample the most a site it did not list could
-  # hold (unlisted: see MwrapGrowth.fill).
+  # hold (unlisted: see MwrapGrowth.fill).  gc is the index of a last
+  # sample taken after a full GC (--gc), or nil.
   class Series
-    attr_reader :t, :live, :sites, :unlisted
+    attr_reader :t, :live, :sites, :unlisted, :gc
 
-    def initialize(t = [], live = [], sites = {}, unlisted: nil)
+    def initialize(t = [], live = [], sites = {}, unlisted: nil, gc: nil)
       @t = t
       @live = live
       @sites = sites
       @unlisted = unlisted
+      @gc = gc
     end
 
     # Adds a sample: T seconds in, LIVE tracked bytes, TOP {location =>
@@ -67,6 +69,14 @@ module MwrapGrowth
       (@unlisted ||= Array.new(n)) << unlisted
     end
 
+    # Adds the sample taken after --gc's full GC: T seconds in, LIVE
+    # tracked bytes, ALL {location => live bytes} of every site (the
+    # final dump lists them all).  It is not a trend point: see trend().
+    def add_after_gc(t, live, all)
+      add([t, @t.last.to_f].max, live, all, 0)
+      @gc = @t.size - 1
+    end
+
     def empty?
       @t.empty?
     end
@@ -75,13 +85,14 @@ module MwrapGrowth
     def to_h
       h = { "type" => "series", "t" => @t, "live_bytes" => @live, "sites" => @sites }
       h["unlisted_max"] = @unlisted if @unlisted&.any?
+      h["gc_sample"] = @gc if @gc
       h
     end
 
     # A series from its JSON record.
     def self.from_h(obj)
       new(Array(obj["t"]), Array(obj["live_bytes"]), (obj["sites"] || {}).to_h,
-          unlisted: obj["unlisted_max"])
+          unlisted: obj["unlisted_max"], gc: obj["gc_sample"])
     end
 
     # Several processes' series, whose windows ran side by side, as one:
@@ -111,12 +122,12 @@ module MwrapGrowth
     # LOCATION's trend, or nil when it has too few samples.
     def trend_of(location)
       ys = filled(location)
-      ys && MwrapGrowth.trend(@t, ys)
+      ys && MwrapGrowth.trend(@t, ys, gc: @gc)
     end
 
     # The trend of all tracked live bytes.
     def total_trend
-      MwrapGrowth.trend(@t, @live)
+      MwrapGrowth.trend(@t, @live, gc: @gc)
     end
   end
 
@@ -271,8 +282,16 @@ module MwrapGrowth
   # "flat" and changes only where the samples so far give evidence for
   # another (evidence()), so one noisy sample near the end does not undo
   # what the window showed.
-  def self.trend(ts, ys)
-    pts = ts.each_index.filter_map { |i| [ts[i].to_f, ys[i].to_f] if ys[i] }
+  # GC is the index of a sample taken after --gc's full GC: the GC is
+  # ours, and what it freed was garbage all along, so that sample makes
+  # no fall; instead each earlier sample is scaled by the share of the
+  # last one the GC kept (garbage taken as a constant share of the site
+  # over the window), so a site whose bytes were mostly garbage reads
+  # as growing only by what it keeps.
+  def self.trend(ts, ys, gc: nil)
+    pts = ts.each_index.filter_map { |i| [ts[i].to_f, ys[i].to_f] if ys[i] && i != gc }
+    kept = gc && ys[gc] && pts.last && pts.last[1].positive? ? (ys[gc] / pts.last[1]).clamp(0.0, 1.0) : 1.0
+    pts = pts.map { |t, y| [t, y * kept] } if kept < 1
     return nil if pts.size < MIN_POINTS
 
     sigma, dof = noise(pts)
@@ -280,7 +299,8 @@ module MwrapGrowth
     (MIN_POINTS..pts.size).each { |k| state = evidence(pts.first(k), sigma, dof) || state }
     whole, sxx = fit(pts) || [0.0, nil]
     late = fit(late_part(pts))&.first
-    { slope: whole, late: late, stderr: sxx ? sigma / Math.sqrt(sxx) : nil, noise: sigma, state: state }
+    { slope: whole, late: late, stderr: sxx ? sigma / Math.sqrt(sxx) : nil, noise: sigma,
+      gc_kept: gc ? kept : nil, state: state }
   end
 
   # "+1.2 MiB/s rising", for a trend from trend().

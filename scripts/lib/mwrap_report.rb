@@ -351,8 +351,9 @@ module MwrapReport
   # All tracked live bytes over the window, from its series.
   def self.growth_line(series)
     tr = series.total_trend
-    line = +"tracked live over the window: #{human(series.live.first)} -> #{human(series.live.last)}"
-    line << " (#{series.t.size} samples)"
+    n = series.gc || series.t.size
+    line = +"tracked live over the window: #{human(series.live.first)} -> #{human(series.live[n - 1])}"
+    line << " (#{n} samples#{", #{human(series.live.last)} after the GC" if series.gc})"
     line << ", #{MwrapGrowth.words(tr, method(:human))}" if tr
     line << " (grew, then levelled off)" if tr && tr[:state] == "levelled"
     line

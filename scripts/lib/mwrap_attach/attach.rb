@@ -43,6 +43,7 @@ module MwrapAttach
         window, series = Window.run(target, chan, o, interrupt)
         dump = chan.final_dump(o, "final")
       end
+      Window.after_gc(series, dump, window)
       dump.series = series
       ans = chan.command("detach --discard")
       warn "mwrap-attach: detached (#{ans})"

@@ -66,6 +66,17 @@ module MwrapAttach
     rescue Failure
       nil
     end
+
+    # With --gc, the final DUMP's figures (taken after the GC, WINDOW
+    # seconds in) as the series' last sample, marked as such: its fall is
+    # the GC's, not the process's (MwrapGrowth.trend).
+    def self.after_gc(series, dump, window)
+      return if dump.header["gc"] != "ran" || series.empty?
+
+      by_line = Hash.new(0)
+      dump.sites.each { |s| by_line[s[:location]] += s[:live].to_i if series.sites.key?(s[:location]) }
+      series.add_after_gc(window + dump.header["gc_ms"].to_f / 1000, dump.header["tracked_live_bytes"].to_i, by_line)
+    end
   end
 
   # Status while the window runs: refreshed each second on a terminal
