@@ -3,8 +3,9 @@ tracked live bytes and the top sites every half second; the report gives
 each site's slope and whether it still rose at the end, so a leak
 (rising to the end) reads apart from a cache that filled, then levelled
 off.  Issue 27 item 2: the label holds still window after window (a
-buffer that jumps once, then holds, reads levelled) and --gc's
-collection is no fall (the classifier itself: test_growth_labels.py)."""
+buffer that jumps once, then holds, reads levelled), --gc's collection
+is no fall, and focused rows and a cluster's merged view carry growth
+(the classifier itself: test_growth_labels.py)."""
 import json
 import os
 import time
@@ -17,6 +18,7 @@ from conftest import ATTACH, CHROMIUM, LEAK_RB, ROOT, chromium, during_window, \
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
 GROWTH_RB = os.path.join(ROOT, "tests", "targets", "growth.rb")
+STACKS_APP = os.path.join(ROOT, "tests", "targets", "stacks_app.rb")
 WINDOW = 9
 
 
@@ -153,3 +155,38 @@ def test_gc_garbage_is_not_read_as_growth(spawn):
     rate = sites[leak]["growth_bytes_per_s"]
     assert 5 * size / 0.4 / 2 <= rate <= 5 * size / 0.4 * 2, sites[leak]
     t.finish()
+
+
+def test_focused_rows_carry_growth(spawn):
+    """--focus: the application lines that called a gem-like helper
+    carry its line's growth, in their shares of its bytes (10:1)."""
+    t, f = start_ready(spawn, ["ruby", STACKS_APP])
+    upload, ping = f"{STACKS_APP}:{f['upload_line']}", f"{STACKS_APP}:{f['ping_line']}"
+
+    def serve():    # in batches over the window, so that the lines rise
+        for _ in range(5):
+            t.send("serve 20 10000")
+            t.expect("served", timeout=60)
+            time.sleep(0.7)
+    _, sites, _ = json_window(["-p", str(t.pid), "-d", "4", "--stacks=8", "--sample=1",
+                               "--focus", STACKS_APP], t.pid, serve)
+    assert sites[upload]["growth"] == "rising", sites[upload]
+    assert sites[ping]["growth"] == "rising", sites[ping]
+    ratio = sites[upload]["growth_bytes_per_s"] / sites[ping]["growth_bytes_per_s"]
+    assert 7 <= ratio <= 14, (sites[upload], sites[ping])
+    t.finish()
+
+
+def test_a_clusters_merged_view_carries_growth(spawn):
+    """-p A,B: the merged view's sites carry the growth of the summed
+    series: the two buffers levelled, the two leaks rising."""
+    (a, buf, leak), (b, _, _) = start_steady(spawn), start_steady(spawn)
+
+    def step():
+        a.send("step")
+        b.send("step")
+    _, sites, _ = json_window(["-p", f"{a.pid},{b.pid}", "-d", "4"], a.pid, step)
+    assert sites[buf]["growth"] == "levelled", sites[buf]
+    assert sites[leak]["growth"] == "rising", sites[leak]
+    a.finish()
+    b.finish()

@@ -4,7 +4,8 @@ mwrap-report.  A label changes only on evidence larger than the series'
 own noise: noise reads flat, a step then a flat line levelled, a ramp
 rising, a cache that fills then stops levelled, whatever the noise's
 draw; a site that first shows after the window began rose from 0;
---gc's collection at the end is no fall."""
+--gc's collection at the end is no fall; focused rows, file rows and a
+cluster's merged view carry growth."""
 import json
 import os
 import random
@@ -152,3 +153,60 @@ def test_gc_at_the_end_is_no_fall(tmp):
     # read as an ordinary sample, the GC's drop is a fall
     out = growth(write_dump(tmp, t + [t[-1] + 0.01], sites, unlisted=[0] * (len(t) + 1)))
     assert out["garbage.rb:1"][0] == "falling"
+
+
+def stacked_dump(tmp):
+    """A gem line kept by two application lines, 9:1 (stack records),
+    rising 400 KB/s over 4 s."""
+    t = times(4)
+    ys = [round(400_000 * x) for x in t]
+    gem = "/gems/x/lib/x.rb:5"
+    stacks = [(gem, [f"{gem} in keep", "app/a.rb:3 in up"], 9 * ys[-1] // 10),
+              (gem, [f"{gem} in keep", "app/b.rb:7 in ping"], ys[-1] // 10)]
+    return write_dump(tmp, t, {gem: ys}, unlisted=[0] * len(t), stacks=stacks)
+
+
+def test_focused_rows_and_file_rows_carry_growth(tmp):
+    """--focus names the gem line's bytes by the application lines that
+    called it: each carries the gem line's growth in its share."""
+    path = stacked_dump(tmp)
+    out = growth(path, "--focus", "app/")
+    assert out["app/a.rb:3"][0] == "rising" and 340_000 <= out["app/a.rb:3"][1] <= 380_000
+    assert out["app/b.rb:7"][0] == "rising" and 38_000 <= out["app/b.rb:7"][1] <= 42_000
+    out = growth(path, "--group", "file")
+    assert out["/gems/x/lib/x.rb"][0] == "rising"
+
+
+MERGE = r"""
+require "json"
+require_relative "scripts/lib/mwrap_report"
+dumps = ARGV.map { |f| MwrapReport.parse(File.read(f), f) }
+m = MwrapReport.merge(dumps)
+puts JSON.generate(m.series.to_h)
+puts MwrapReport.json(m, m.sites)
+"""
+
+
+def test_a_clusters_merged_series_fills_then_sums(tmp):
+    """Two processes: A lists the site throughout, B only from its third
+    sample (its first two listed every site: it held 0 there); both ran
+    --gc.  The merged series sums them sample by sample, their GC
+    samples into one, last; the merged site is levelled."""
+    t = times(4)
+    a_ys = noisy([0 if x < 0.3 else 1_000_000 for x in t], 20_000, 1)
+    b_ys = [None, None] + noisy([1_000_000] * (len(t) - 2), 20_000, 2)
+    paths = []
+    for name, ys in (("a", a_ys), ("b", b_ys)):
+        d = tmp / name
+        d.mkdir()
+        paths.append(write_dump(d, t + [t[-1] + 0.02], {"x.rb:1": ys + [ys[-1]]},
+                                unlisted=[0] * (len(t) + 1), gc=len(t)))
+    p = run(["ruby", "-e", MERGE, *paths], cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    series = json.loads(out[0])
+    assert series["gc_sample"] == len(t) and len(series["t"]) == len(t) + 1
+    want = [a + (b or 0) for a, b in zip(a_ys, b_ys)] + [a_ys[-1] + b_ys[-1]]
+    assert series["sites"]["x.rb:1"] == want
+    site = next(json.loads(l) for l in out[1:] if json.loads(l)["type"] == "site")
+    assert site["growth"] == "levelled"

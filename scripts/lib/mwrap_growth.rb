@@ -96,19 +96,37 @@ module MwrapGrowth
     end
 
     # Several processes' series, whose windows ran side by side, as one:
-    # sample by sample, the longest one's times, bytes summed where known
-    # (a process whose series ended counts with its last total).
+    # sample by sample, the longest one's times, bytes summed: each
+    # process's unlisted samples filled first (fill), a sample one of
+    # them does not know is unknown in the sum, a process whose series
+    # ended counts with its last value, and one that never listed a site
+    # counts as holding none there (it held at most its smallest listed
+    # site's bytes).  Samples after --gc's GC are summed into one, last.
     def self.merge(list)
-      n = list.map { |s| s.t.size }.max || 0
-      live = (0...n).map { |i| list.sum { |s| s.live[i] || s.live.last || 0 } }
+      return new if list.empty?
+
+      pre = list.map { |s| s.gc || s.t.size }
+      n = pre.max
+      # sample I of the K-th series, or its last one before any GC
+      at = ->(ys, k, i) { ys[[i, pre[k] - 1].min] }
+      after = ->(ys, k) { ys[list[k].gc || (pre[k] - 1)] }
+      live = (0...n).map { |i| list.each_index.sum { |k| at.call(list[k].live, k, i).to_i } }
       sites = {}
-      list.each do |s|
-        s.sites.each do |loc, ys|
-          acc = (sites[loc] ||= Array.new(n))
-          ys.each_with_index { |y, i| acc[i] = (acc[i] || 0) + y if y }
+      gc_sites = {}
+      list.flat_map { |s| s.sites.keys }.uniq.each do |loc|
+        ys = list.each_index.filter_map { |k| (f = list[k].filled(loc)) && [f, k] }
+        sites[loc] = (0...n).map do |i|
+          parts = ys.map { |f, k| at.call(f, k, i) }
+          parts.include?(nil) ? nil : parts.sum
         end
+        gc_sites[loc] = ys.sum { |f, k| after.call(f, k).to_i }
       end
-      new(list.max_by { |s| s.t.size }&.t.dup || [], live, sites)
+      merged = new(list[pre.index(n)].t.first(n), live, sites)
+      if list.any?(&:gc)
+        merged.add_after_gc(list.each_index.map { |k| after.call(list[k].t, k).to_f }.max,
+                            list.each_index.sum { |k| after.call(list[k].live, k).to_i }, gc_sites)
+      end
+      merged
     end
 
     # LOCATION's live bytes at each sample, its unlisted samples filled
@@ -119,10 +137,33 @@ module MwrapGrowth
       ys && MwrapGrowth.fill(ys, @unlisted)
     end
 
+    # ROW's live bytes at each sample (a report's row: { location:, and
+    # with --focus or --group parts: { line => share } }), or nil when
+    # none of its lines was listed.  A row of parts of several lines
+    # (stacks named by a focused frame, a file's lines) sums the lines'
+    # series weighted by the row's share of each line's live bytes at
+    # the end, each share taken as constant over the window.
+    def ys_for(row)
+      return filled(row[:location]) unless row[:parts]
+
+      lines = row[:parts].filter_map { |loc, share| (ys = filled(loc)) && [ys, share] }
+      return nil if lines.empty?
+
+      (0...@t.size).map do |i|
+        vals = lines.map { |ys, share| ys[i] && ys[i] * share }
+        vals.include?(nil) ? nil : vals.sum.round
+      end
+    end
+
+    # ROW's trend (see ys_for), or nil when it has too few samples.
+    def trend_for(row)
+      ys = ys_for(row)
+      ys && MwrapGrowth.trend(@t, ys, gc: @gc)
+    end
+
     # LOCATION's trend, or nil when it has too few samples.
     def trend_of(location)
-      ys = filled(location)
-      ys && MwrapGrowth.trend(@t, ys, gc: @gc)
+      trend_for({ location: location })
     end
 
     # The trend of all tracked live bytes.

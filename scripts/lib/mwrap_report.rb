@@ -175,11 +175,14 @@ module MwrapReport
   # Sites regrouped as GROUP says: "line" (by the innermost line, or the
   # focused one: a dump's own sites when it has no stacks and no focus is
   # asked), "stack" (each stack, cut at the focus: rows keep :stack) or
-  # "file".  Figures are summed; max_lifespan is the largest.
+  # "file".  Figures are summed; max_lifespan is the largest.  Each row's
+  # :parts are its share of each innermost line's live bytes (its growth
+  # is theirs in that share: MwrapGrowth::Series#ys_for).
   def self.group(sites, group: "line", focus: nil)
     return sites if group == "line" && !focus && sites.none? { |s| s[:stack] }
 
     rows = {}
+    line_live = Hash.new(0)
     sites.each do |s|
       frames = focused(frames_of(s), focus)
       loc = s[:stack] || focus ? frame_location(frames.first) : s[:location]
@@ -191,11 +194,15 @@ module MwrapReport
                   else [loc] * 2
                   end
       stack = group == "stack" && s[:stack] ? frames : nil
-      m = rows[key] ||= { location: name, max_lifespan: nil, stack: stack }
+      m = rows[key] ||= { location: name, max_lifespan: nil, stack: stack, parts: Hash.new(0) }
       m[:stack] = m[:stack].zip(stack).map { |a, b| merge_labels(a, b) } if stack && m[:stack] != stack
       SUMMED.each { |k| m[k] = (m[k] || 0) + s[k] unless s[k].nil? }
       m[:max_lifespan] = [m[:max_lifespan], s[:max_lifespan]].compact.max
+      line = frame_location(frames_of(s).first)
+      line_live[line] += s[:live].to_i
+      m[:parts][line] += s[:live].to_i
     end
+    rows.each_value { |m| m[:parts] = m[:parts].to_h { |l, b| [l, b.positive? ? b.to_f / line_live[l] : 0.0] } }
     rows.values
   end
 
@@ -381,7 +388,7 @@ module MwrapReport
       mean = mean_lifespan(s)
       mean = mean.nil? || mean.infinite? ? "-" : format("%.1f", mean)
       unref = dump.scan ? format(" %14s", num(unreferenced(s))) : ""
-      growth = series ? format("  %-22s", MwrapGrowth.words(series.trend_of(s[:location]), method(:human))) : ""
+      growth = series ? format("  %-22s", MwrapGrowth.words(series.trend_for(s), method(:human))) : ""
       out << format("%14s %6s %10s%s %14d %11d %11s %13s%s  %s\n", num(s[:live]), share, num(s[:live_count]),
                     unref, s[:total], s[:allocations], num(s[:frees]), mean, growth, s[:location])
       # --group=stack: the callers, under the row
@@ -448,7 +455,7 @@ module MwrapReport
 
   # One site (or stack) record of TYPE, with its growth in SERIES.
   def self.record(type, s, series)
-    tr = series&.trend_of(s[:location])
+    tr = series&.trend_for(s)
     { "type" => type, "location" => s[:location], "total_bytes" => s[:total],
       "allocations" => s[:allocations], "frees" => s[:frees], "freed_bytes" => s[:freed],
       "live_bytes" => s[:live], "live_count" => s[:live_count],
