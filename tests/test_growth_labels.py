@@ -5,7 +5,7 @@ own noise: noise reads flat, a step then a flat line levelled, a ramp
 rising, a cache that fills then stops levelled, whatever the noise's
 draw; a site that first shows after the window began rose from 0;
 --gc's collection at the end is no fall; focused rows, file rows and a
-cluster's merged view carry growth."""
+cluster's merged view carry growth; the HTML table has a growth column."""
 import json
 import os
 import random
@@ -175,6 +175,28 @@ def test_focused_rows_and_file_rows_carry_growth(tmp):
     assert out["app/b.rb:7"][0] == "rising" and 38_000 <= out["app/b.rb:7"][1] <= 42_000
     out = growth(path, "--group", "file")
     assert out["/gems/x/lib/x.rb"][0] == "rising"
+
+
+def test_html_table_has_a_growth_column(tmp):
+    p = run([REPORT, "--format=html", stacked_dump(tmp)])
+    assert p.returncode == 0, p.stderr
+    assert '<th data-col="growth">' in p.stdout
+    assert '<td class="growth rising" data-v="400000.0"' in p.stdout
+    assert "+390.6 KiB/s rising</td>" in p.stdout
+
+
+def test_net_change_below_zero_is_explained(tmp):
+    t = times(4)
+    path = write_dump(tmp, t, {"a.rb:1": [round(400_000 * x) for x in t]},
+                      header={"net_change_bytes": -20_000_000, "unknown_frees": 900,
+                              "unknown_freed_bytes": 21_600_000})
+    p = run([REPORT, path])
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    i = next(i for i, l in enumerate(lines) if "net change -19.1 MiB" in l)
+    assert lines[i + 1].startswith("  (below 0: blocks made before the window and freed during it")
+    assert lines[i + 2].endswith("they rise while the process shrinks)")
+    assert "rising" in p.stdout
 
 
 MERGE = r"""

@@ -321,6 +321,7 @@ module MwrapReport
       out << line
     end
     out << net_change_line(h) if h.key?("net_change_bytes")
+    out.concat(NET_FALL) if h["net_change_bytes"].to_i.negative? && h["sample_bytes"].to_i.zero?
     out << growth_line(series) if series && !series.empty?
     out << gc_line(h) if h["gc"]
     if h["sample_bytes"].to_i.positive?
@@ -329,6 +330,11 @@ module MwrapReport
     end
     out
   end
+
+  # Why a net change below 0 sits beside sites that grew.
+  NET_FALL = ["  (below 0: blocks made before the window and freed during it outweigh what it kept;",
+              "  the sites and their growth count only blocks made during it: they rise while the process shrinks)"]
+    .freeze
 
   # What the window did to the heap: tracked live bytes are all blocks
   # made during it, while blocks from before it that it freed are only
