@@ -189,25 +189,33 @@ module MwrapGrowth
   # A bound is per site: a line made of several sites (rare: only native
   # sites may share a name) may hold more, which this leaves out.
   def self.fill(ys, unlisted)
-    return ys unless unlisted && ys.include?(nil)
+    return ys unless unlisted && ys.include?(nil) && ys.any?
 
-    out = ys.dup
-    known = ys.each_index.reject { |i| ys[i].nil? }
-    return out if known.empty?
+    # from each side, the listed value next to each sample and the
+    # highest path from it the bounds allow up to there
+    left = bounded_path(ys, unlisted)
+    right = bounded_path(ys.reverse, unlisted.reverse).reverse
+    ys.each_index.map do |i|
+      next ys[i] if ys[i] || unlisted[i].nil?
 
-    ys.each_index do |i|
-      next unless ys[i].nil? && unlisted[i]
-
-      left = known.reverse.find { |k| k < i }
-      right = known.find { |k| k > i }
-      # the highest path the bounds allow from each listed neighbour
-      from_left = left && ((left + 1)..i).map { |j| unlisted[j] || Float::INFINITY }.push(ys[left]).min
-      from_right = right && (i...right).map { |j| unlisted[j] || Float::INFINITY }.push(ys[right]).min
-      v = [from_left, from_right].compact.max
-      level = [left && ys[left], right && ys[right]].compact.min
-      out[i] = v if v < level || unlisted[i].zero?
+      path = [left[i], right[i]].compact
+      v = path.map(&:last).max
+      v < path.map(&:first).min || unlisted[i].zero? ? v : nil
     end
-    out
+  end
+
+  # For each unlisted sample of YS after a listed one: [that listed
+  # value, the least of it and the bounds UNLISTED since]; nil elsewhere.
+  def self.bounded_path(ys, unlisted)
+    level = cap = nil
+    ys.each_index.map do |i|
+      if ys[i]
+        level = cap = ys[i]
+        next nil
+      end
+      cap = [cap, unlisted[i] || Float::INFINITY].min if cap
+      level && [level, cap]
+    end
   end
 
   def self.median(xs)
@@ -216,15 +224,43 @@ module MwrapGrowth
     s.size.odd? ? s[m] : (s[m - 1] + s[m]) / 2.0
   end
 
-  # Least-squares fit of points PTS ([t, y]): [slope, sum of (t - mean t)^2],
-  # or nil for fewer than 2 distinct times.
-  def self.fit(pts)
-    mt = pts.sum(&:first) / pts.size.to_f
-    my = pts.sum(&:last) / pts.size.to_f
-    sxx = pts.sum { |t, _| (t - mt)**2 }
-    return nil unless sxx.positive?
+  # Least-squares fits over runs of a series' points ([t, y]), each in
+  # constant time from running sums, so that deciding a label sample by
+  # sample stays linear in the window's length.  Times and bytes are
+  # kept relative to the first point (for precision, and the rise is
+  # measured from it).
+  class Runs
+    attr_reader :t
 
-    [pts.sum { |t, y| (t - mt) * (y - my) } / sxx, sxx]
+    def initialize(pts)
+      t0, y0 = pts.first
+      @t = pts.map { |t, _| t - t0 }
+      @sums = [[0.0, 0.0, 0.0, 0.0]]
+      pts.each do |t, y|
+        t -= t0
+        y -= y0
+        a = @sums.last
+        @sums << [a[0] + t, a[1] + y, a[2] + t * t, a[3] + t * y]
+      end
+    end
+
+    # Points I...J: [slope, sum of (t - mean t)^2, mean t, mean y], or
+    # nil for fewer than 2 distinct times.
+    def fit(i, j)
+      n = (j - i).to_f
+      st, sy, stt, sty = (0..3).map { |k| @sums[j][k] - @sums[i][k] }
+      sxx = stt - st * st / n
+      return nil unless sxx > 1e-12 * [stt, 1.0].max
+
+      [(sty - st * sy / n) / sxx, sxx, st / n, sy / n]
+    end
+
+    # Where the late part of points 0...K begins: the window's last
+    # third, and at least its last LATE_SECONDS and LATE_POINTS points.
+    def late_from(k)
+      from = @t[k - 1] - [@t[k - 1] / 3.0, LATE_SECONDS].max - 1e-9
+      [(0...k).bsearch { |i| @t[i] >= from } || k, k - LATE_POINTS].min.clamp(0, k)
+    end
   end
 
   # Student's t quantiles for 1..30 degrees of freedom: ENTER_T at
@@ -264,22 +300,14 @@ module MwrapGrowth
     [[rms.call(dev) / Math.sqrt(2), floor].max, [dev.size - 1, 1].max]
   end
 
-  # The late part of points PTS: those of the window's last third, and
-  # at least its last LATE_SECONDS and its last LATE_POINTS points.
-  def self.late_part(pts)
-    span = pts.last[0] - pts.first[0]
-    from = pts.last[0] - [span / 3.0, LATE_SECONDS].max
-    last = pts.select { |t, _| t >= from - 1e-9 }
-    last.size >= LATE_POINTS ? last : pts.last(LATE_POINTS)
-  end
-
-  # The state the points PTS give evidence for with noise SIGMA (DOF its
-  # degrees of freedom), or nil when the evidence is unclear (the state
-  # stays what it was).  Measures, each in standard errors: the rise
-  # (the late part's mean less the first sample: the window started
-  # empty); the late slope, above 0 ("up"); and how far it is below the
-  # rate the site grew at until then ("slow", the rise over the time to
-  # the late part).  The thresholds are ENTER and STAY (thresholds()):
+  # The state the first K points of RUNS (Runs) give evidence for with
+  # noise SIGMA (DOF its degrees of freedom), or nil when the evidence
+  # is unclear (the state stays what it was).  Measures, each in
+  # standard errors: the rise (the late part's mean less the first
+  # sample: the window started empty); the late slope, above 0 ("up");
+  # and how far it is below the rate the site grew at until then
+  # ("slow", the rise over the time to the late part).  The thresholds
+  # are ENTER and STAY (thresholds()):
   # - "falling": up below -ENTER, or a fall of more than ENTER with up
   #   below STAY;
   # - "rising": up above ENTER, not slowed to less than LATE_SHARE of
@@ -289,15 +317,13 @@ module MwrapGrowth
   #   (up below STAY) and below the rate it grew at (slow above STAY), or
   #   slowed by more than ENTER to less than LATE_SHARE of that rate;
   # - "flat": rise and up both within STAY.
-  def self.evidence(pts, sigma, dof)
+  def self.evidence(runs, k, sigma, dof)
     enter, stay = thresholds(dof)
-    last = late_part(pts)
-    late, lxx = fit(last)
+    from = runs.late_from(k)
+    late, lxx, dt, gain = runs.fit(from, k)
     return nil unless late
 
-    gain = last.sum(&:last) / last.size - pts.first[1]
-    gain_se = sigma * Math.sqrt(1 + 1.0 / last.size)
-    dt = last.sum(&:first) / last.size - pts.first[0]
+    gain_se = sigma * Math.sqrt(1 + 1.0 / (k - from))
     rate = dt.positive? ? gain / dt : 0.0
     late_se = sigma / Math.sqrt(lxx)
     rise = gain / gain_se
@@ -336,10 +362,11 @@ module MwrapGrowth
     return nil if pts.size < MIN_POINTS
 
     sigma, dof = noise(pts)
+    runs = Runs.new(pts)
     state = "flat"
-    (MIN_POINTS..pts.size).each { |k| state = evidence(pts.first(k), sigma, dof) || state }
-    whole, sxx = fit(pts) || [0.0, nil]
-    late = fit(late_part(pts))&.first
+    (MIN_POINTS..pts.size).each { |k| state = evidence(runs, k, sigma, dof) || state }
+    whole, sxx = runs.fit(0, pts.size) || [0.0, nil]
+    late = runs.fit(runs.late_from(pts.size), pts.size)&.first
     { slope: whole, late: late, stderr: sxx ? sigma / Math.sqrt(sxx) : nil, noise: sigma,
       gc_kept: gc ? kept : nil, state: state }
   end
