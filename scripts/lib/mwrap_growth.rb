@@ -3,9 +3,8 @@
 # Growth over a window: a series of tracked live bytes (a sample every
 # half second), for all sites and for each of the top sites, and each
 # site's trend (slope in bytes/s, and whether it was still rising at the
-# end).  A leak rises
-# steadily to the end; a cache warming up rises, then levels off: the
-# final dump alone cannot tell them apart.
+# end).  A leak rises steadily to the end; a cache warming up rises, then
+# levels off: the final dump alone cannot tell them apart.
 #
 # A label is a claim about the series, so it changes only on evidence
 # larger than the series' own noise: each slope is weighed against its
@@ -161,11 +160,6 @@ module MwrapGrowth
       ys && MwrapGrowth.trend(@t, ys, gc: @gc)
     end
 
-    # LOCATION's trend, or nil when it has too few samples.
-    def trend_of(location)
-      trend_for({ location: location })
-    end
-
     # The trend of all tracked live bytes.
     def total_trend
       MwrapGrowth.trend(@t, @live, gc: @gc)
@@ -230,8 +224,6 @@ module MwrapGrowth
   # kept relative to the first point (for precision, and the rise is
   # measured from it).
   class Runs
-    attr_reader :t
-
     def initialize(pts)
       t0, y0 = pts.first
       @t = pts.map { |t, _| t - t0 }

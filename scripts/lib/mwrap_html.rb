@@ -147,8 +147,8 @@ module MwrapHtml
 
   # The window's series as lines over time: all tracked live bytes (black)
   # and the GROWTH_SITES sites with most live bytes at the end, each
-  # labelled with its trend; with --gc, a dot for each after the GC.  ""
-  # without a series.
+  # labelled with its trend; with --gc, each one's drop at the GC dashed
+  # (not part of its line).  "" without a series.
   def self.growth_chart(series, sites)
     return "" if series.nil? || series.t.size < 2
 
