@@ -148,7 +148,8 @@ module MwrapHtml
 
   # The window's series as lines over time: all tracked live bytes (black)
   # and the GROWTH_SITES sites with most live bytes at the end, each
-  # labelled with its trend.  "" without a series.
+  # labelled with its trend; with --gc, each one's drop at the GC dashed
+  # (not part of its line).  "" without a series.
   def self.growth_chart(series, sites)
     return "" if series.nil? || series.t.size < 2
 
@@ -160,8 +161,8 @@ module MwrapHtml
     x = ->(t) { (pad + (w - pad) * t / t_max).round(1) }
     y = ->(v) { (10 + ht - ht * v.to_f / y_max).round(1) }
     lines = [["all tracked live bytes", series.live, "#222", series.total_trend]]
-    sites.select { |s| series.sites[s[:location]] }.first(GROWTH_SITES).each_with_index do |s, i|
-      lines << [s[:location], series.sites[s[:location]], COLORS[i], series.trend_of(s[:location])]
+    sites.filter_map { |s| (ys = series.ys_for(s)) && [s, ys] }.first(GROWTH_SITES).each_with_index do |(s, ys), i|
+      lines << [s[:location], ys, COLORS[i], series.trend_for(s)]
     end
     svg = +"<svg id=\"growth\" xmlns=\"http://www.w3.org/2000/svg\" width=\"#{w + 20}\" " \
            "height=\"#{ht + 40 + lines.size * 18}\" role=\"img\" aria-label=\"live bytes over the window\">"
@@ -171,8 +172,18 @@ module MwrapHtml
     svg << "<text x=\"0\" y=\"#{ht + 10}\" font-size=\"11\">0</text>"
     svg << "<text x=\"#{w - 40}\" y=\"#{ht + 25}\" font-size=\"11\">#{format('%.0f s', t_max)}</text>"
     lines.each_with_index do |(label, ys, color, tr), i|
-      pts = series.t.zip(ys).reject { |_, v| v.nil? }.map { |t, v| "#{x.call(t)},#{y.call(v)}" }
+      pts = series.t.zip(ys).each_with_index.reject { |(_, v), j| v.nil? || j == series.gc }
+                    .map { |(t, v), _| "#{x.call(t)},#{y.call(v)}" }
       trend = MwrapGrowth.words(tr, MwrapReport.method(:human))
+      if series.gc && ys[series.gc] && !pts.empty?
+        # the GC's drop, dashed: the trend reads the line as scaled to it
+        gx = x.call(series.t[series.gc])
+        gy = y.call(ys[series.gc])
+        svg << "<g class=\"after-gc\"><title>#{h(label)}: #{h(MwrapReport.human(ys[series.gc]))} after the GC " \
+               "(not read as a fall: the trend counts what the GC kept)</title>" \
+               "<polyline fill=\"none\" stroke=\"#{color}\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\" " \
+               "points=\"#{pts.last} #{gx},#{gy}\"/><circle cx=\"#{gx}\" cy=\"#{gy}\" r=\"3\" fill=\"#{color}\"/></g>"
+      end
       svg << "<polyline class=\"series\" fill=\"none\" stroke=\"#{color}\" stroke-width=\"2\" " \
              "points=\"#{pts.join(' ')}\"><title>#{h(label)}: #{h(trend)}</title></polyline>"
       ly = ht + 45 + i * 18
@@ -199,11 +210,25 @@ module MwrapHtml
     end
   end
 
-  # With a pointer scan, the unreferenced (leaked) estimate after live_count.
+  # With a pointer scan, the unreferenced (leaked) estimate after
+  # live_count; with a window's series, each row's growth before its
+  # location.
   def self.columns(dump)
-    return COLUMNS unless dump.scan
+    cols = COLUMNS.dup
+    cols.insert(3, %w[unreferenced unreferenced]) if dump.scan
+    cols.insert(-2, %w[growth growth]) if dump.series && !dump.series.empty?
+    cols
+  end
 
-    COLUMNS.dup.insert(3, %w[unreferenced unreferenced])
+  # A row's growth cell: sorted by its slope, read as "+1.2 MiB/s
+  # rising", the slope's standard error and the series' noise on hover.
+  def self.growth_td(tr)
+    return "<td data-v=\"\">-</td>" unless tr
+
+    words = MwrapGrowth.words(tr, MwrapReport.method(:human))
+    title = format("%s bytes/s, standard error %s, noise %s bytes a sample", grouped(tr[:slope].round),
+                   tr[:stderr] ? grouped(tr[:stderr].round) : "-", grouped(tr[:noise].round))
+    "<td class=\"growth #{tr[:state]}\" data-v=\"#{tr[:slope].round(1)}\" title=\"#{h(title)}\">#{h(words)}</td>"
   end
 
   # One <td>: data-v holds the value the script sorts by, the text what
@@ -231,14 +256,17 @@ module MwrapHtml
     items.join
   end
 
-  # live_total: all sites' live bytes, what the share column divides by.
-  def self.table(sites, columns = COLUMNS, live_total: sites.sum { |s| s[:live] || 0 })
+  # live_total: all sites' live bytes, what the share column divides by;
+  # series: the window's, for the growth column.
+  def self.table(sites, columns = COLUMNS, live_total: sites.sum { |s| s[:live] || 0 }, series: nil)
     html = +"<table id=\"sites\"><thead><tr>"
     columns.each { |id, label| html << "<th data-col=\"#{id}\"><a href=\"#sort=#{id}\">#{label}</a></th>" }
     html << "</tr></thead><tbody>"
     sites.each do |s|
       html << "<tr>"
-      columns.each { |_, key| html << td(key, cell(s, key, live_total), s[:callers]) }
+      columns.each do |_, key|
+        html << (key == "growth" ? growth_td(series&.trend_for(s)) : td(key, cell(s, key, live_total), s[:callers]))
+      end
       html << "</tr>"
     end
     html << "</tbody></table>"
@@ -308,7 +336,7 @@ module MwrapHtml
       <h2>Live bytes by file and line</h2>
       #{chart(sites)}
       <h2>Sites</h2>
-      #{table(sites, columns(dump), live_total: dump.sites.sum { |s| s[:live] || 0 })}
+      #{table(sites, columns(dump), live_total: dump.sites.sum { |s| s[:live] || 0 }, series: series)}
       <script>#{SCRIPT}</script>
       </body></html>
     HTML

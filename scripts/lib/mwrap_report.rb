@@ -181,11 +181,14 @@ module MwrapReport
   # Sites regrouped as GROUP says: "line" (by the innermost line, or the
   # focused one: a dump's own sites when it has no stacks and no focus is
   # asked), "stack" (each stack, cut at the focus: rows keep :stack) or
-  # "file".  Figures are summed; max_lifespan is the largest.
+  # "file".  Figures are summed; max_lifespan is the largest.  Each row's
+  # :parts are its share of each innermost line's live bytes (its growth
+  # is theirs in that share: MwrapGrowth::Series#ys_for).
   def self.group(sites, group: "line", focus: nil)
     return sites if group == "line" && !focus && sites.none? { |s| s[:stack] }
 
     rows = {}
+    line_live = Hash.new(0)
     sites.each do |s|
       frames = focused(frames_of(s), focus)
       loc = s[:stack] || focus ? frame_location(frames.first) : s[:location]
@@ -197,11 +200,15 @@ module MwrapReport
                   else [loc] * 2
                   end
       stack = group == "stack" && s[:stack] ? frames : nil
-      m = rows[key] ||= { location: name, max_lifespan: nil, stack: stack }
+      m = rows[key] ||= { location: name, max_lifespan: nil, stack: stack, parts: Hash.new(0) }
       m[:stack] = m[:stack].zip(stack).map { |a, b| merge_labels(a, b) } if stack && m[:stack] != stack
       SUMMED.each { |k| m[k] = (m[k] || 0) + s[k] unless s[k].nil? }
       m[:max_lifespan] = [m[:max_lifespan], s[:max_lifespan]].compact.max
+      line = frame_location(frames_of(s).first)
+      line_live[line] += s[:live].to_i
+      m[:parts][line] += s[:live].to_i
     end
+    rows.each_value { |m| m[:parts] = m[:parts].to_h { |l, b| [l, b.positive? ? b.to_f / line_live[l] : 0.0] } }
     rows.values
   end
 
@@ -336,6 +343,7 @@ module MwrapReport
       out << line
     end
     out << net_change_line(h) if h.key?("net_change_bytes")
+    out.concat(NET_FALL) if h["net_change_bytes"].to_i.negative? && h["sample_bytes"].to_i.zero?
     out << growth_line(series) if series && !series.empty?
     out << gc_line(h) if h["gc"]
     if h["sample_bytes"].to_i.positive?
@@ -344,6 +352,11 @@ module MwrapReport
     end
     out
   end
+
+  # Why a net change below 0 sits beside sites that grew.
+  NET_FALL = ["  (below 0: blocks made before the window and freed during it outweigh what it kept;",
+              "  the sites and their growth count only blocks made during it: they rise while the process shrinks)"]
+    .freeze
 
   # What the window did to the heap: tracked live bytes are all blocks
   # made during it, while blocks from before it that it freed are only
@@ -385,8 +398,9 @@ module MwrapReport
   # All tracked live bytes over the window, from its series.
   def self.growth_line(series)
     tr = series.total_trend
-    line = +"tracked live over the window: #{human(series.live.first)} -> #{human(series.live.last)}"
-    line << " (#{series.t.size} samples)"
+    n = series.gc || series.t.size
+    line = +"tracked live over the window: #{human(series.live.first)} -> #{human(series.live[n - 1])}"
+    line << " (#{n} samples#{", #{human(series.live.last)} after the GC" if series.gc})"
     line << ", #{MwrapGrowth.words(tr, method(:human))}" if tr
     line << " (grew, then levelled off)" if tr && tr[:state] == "levelled"
     line
@@ -414,7 +428,7 @@ module MwrapReport
       mean = mean_lifespan(s)
       mean = mean.nil? || mean.infinite? ? "-" : format("%.1f", mean)
       unref = dump.scan ? format(" %14s", num(unreferenced(s))) : ""
-      growth = series ? format("  %-22s", MwrapGrowth.words(series.trend_of(s[:location]), method(:human))) : ""
+      growth = series ? format("  %-22s", MwrapGrowth.words(series.trend_for(s), method(:human))) : ""
       out << format("%14s %6s %10s%s %14d %11d %11s %13s%s  %s\n", num(s[:live]), share, num(s[:live_count]),
                     unref, s[:total], s[:allocations], num(s[:frees]), mean, growth, s[:location])
       # --group=stack: the callers, under the row
@@ -482,7 +496,7 @@ module MwrapReport
 
   # One site (or stack) record of TYPE, with its growth in SERIES.
   def self.record(type, s, series)
-    tr = series&.trend_of(s[:location])
+    tr = series&.trend_for(s)
     { "type" => type, "location" => s[:location], "total_bytes" => s[:total],
       "allocations" => s[:allocations], "frees" => s[:frees], "freed_bytes" => s[:freed],
       "live_bytes" => s[:live], "live_count" => s[:live_count],
@@ -490,6 +504,7 @@ module MwrapReport
       "scanned_bytes" => s[:scanned], "unreferenced_bytes" => s[:unref],
       "unreferenced_count" => s[:unref_count],
       "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state],
+      "growth_stderr_bytes_per_s" => tr && tr[:stderr]&.round(1),
       "stack" => s[:stack],
       "callers" => s[:callers]&.map { |loc, sh| { "location" => loc, "share" => sh.round(4) } } }.compact
   end

@@ -57,6 +57,7 @@ module MwrapAttach
         exited = true
       end
       dump = Exited.dump(target, chan, o, window, series, last) if exited
+      Window.after_gc(series, dump, window) unless exited
       dump.series = series
       detach(target, chan) unless exited
       Output.emit(Output.render(dump, window, o[:format]), o[:output])

@@ -23,11 +23,15 @@ module MwrapAttach
 
     # sites per sample in the growth series
     SERIES_TOP = 20
+    # seconds between its samples: a growth label weighs slopes against
+    # the series' own noise, which takes samples to measure (a 4 s window
+    # has 9)
+    SERIES_EVERY = 0.5
 
     # Runs the window on CHAN until o[:seconds] passed, INTERRUPT was
     # seen or the target exited: [its length in seconds, its growth series
-    # (MwrapGrowth::Series, one sample a second), its last sample (a dump
-    # of the top sites, or nil), whether the target exited].
+    # (MwrapGrowth::Series, a sample every SERIES_EVERY seconds), its last
+    # sample (a dump of the top sites, or nil), whether the target exited].
     def self.run(target, chan, o, interrupt)
       started = Time.now
       series = MwrapGrowth::Series.new
@@ -39,13 +43,13 @@ module MwrapAttach
           return [Time.now - started, series, top, true]
         end
 
-        if last.nil? || Time.now - last >= 1
+        if last.nil? || Time.now - last >= SERIES_EVERY
           last = Time.now
           now = sample(chan, series, last - started)
           top = now || top
           status&.tick(now)
         end
-        sleep [0.25, o[:seconds] - (Time.now - started)].min.clamp(0.01, 0.25)
+        sleep [0.1, o[:seconds] - (Time.now - started)].min.clamp(0.01, 0.1)
       end
       now = sample(chan, series, Time.now - started)
       status&.tick(now, final: true)
@@ -68,8 +72,24 @@ module MwrapAttach
     def self.add(series, t, dump)
       # by location: with --stacks several sites (stacks) share one line
       by_line = Hash.new(0)
-      dump.sites.max_by(SERIES_TOP) { |s| s[:live].to_i }.each { |s| by_line[s[:location]] += s[:live].to_i }
-      series.add(t, dump.header["tracked_live_bytes"].to_i, by_line)
+      listed = dump.sites.max_by(SERIES_TOP) { |s| s[:live].to_i }
+      listed.each { |s| by_line[s[:location]] += s[:live].to_i }
+      # what a site it left out held: nothing when it listed fewer than
+      # asked (every site with an allocation), else at most the least
+      # listed one
+      unlisted = listed.size < SERIES_TOP ? 0 : listed.map { |s| s[:live].to_i }.min
+      series.add(t, dump.header["tracked_live_bytes"].to_i, by_line, unlisted)
+    end
+
+    # With --gc, the final DUMP's figures (taken after the GC, WINDOW
+    # seconds in) as the series' last sample, marked as such: its fall is
+    # the GC's, not the process's (MwrapGrowth.trend).
+    def self.after_gc(series, dump, window)
+      return if dump.header["gc"] != "ran" || series.empty?
+
+      by_line = Hash.new(0)
+      dump.sites.each { |s| by_line[s[:location]] += s[:live].to_i if series.sites.key?(s[:location]) }
+      series.add_after_gc(window + dump.header["gc_ms"].to_f / 1000, dump.header["tracked_live_bytes"].to_i, by_line)
     end
   end
 
