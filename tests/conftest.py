@@ -353,3 +353,15 @@ def fiddle_leak():
     with open(os.path.join(ROOT, "tests", "targets", "fiddle_leak.rb")) as f:
         text = f.read()
     return text, next(i for i, l in enumerate(text.splitlines(), 1) if "Fiddle.malloc" in l)
+
+
+def sections(text):
+    """'=== title ===' sections of a multi-process report."""
+    out, name = {}, None
+    for line in text.splitlines():
+        if line.startswith("=== "):
+            name = line.strip("= ")
+            out[name] = []
+        elif name:
+            out[name].append(line)
+    return out

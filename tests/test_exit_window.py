@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import (ATTACH, LEAK_RB, ROOT, attach, helper_answered, is_attached,
-                      parse_dump, parse_json_dump, ptrace_allowed, start_leak)
+                      parse_dump, parse_json_dump, ptrace_allowed, sections, start_leak)
 
 needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
                                   reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -152,18 +152,6 @@ def test_keep_leaves_its_final_dump_where_it_said_at_exit(spawn):
         assert os.listdir(d) == ["dump"]
     finally:
         shutil.rmtree(d, ignore_errors=True)
-
-
-def sections(text):
-    """'=== title ===' sections of a multi-process report."""
-    out, name = {}, None
-    for line in text.splitlines():
-        if line.startswith("=== "):
-            name = line.strip("= ")
-            out[name] = []
-        elif name:
-            out[name].append(line)
-    return out
 
 
 def live_of(lines, location):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import (ROOT, attach, our_files, ptrace_allowed, remove,
+from conftest import (ROOT, attach, our_files, ptrace_allowed, remove, sections,
                       start_ready)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -32,18 +32,6 @@ def workers(spawn):
             pass
         for path in left:
             remove(path)
-
-
-def sections(text):
-    """'=== title ===' sections of a multi-process report."""
-    out, name = {}, None
-    for line in text.splitlines():
-        if line.startswith("=== "):
-            name = line.strip("= ")
-            out[name] = []
-        elif name:
-            out[name].append(line)
-    return out
 
 
 def live_count(lines, location):

@@ -34,36 +34,19 @@ module MwrapAttach
     # thread in an EVEX memcpy (data in ymm16-31) of a CPU that lays it
     # out otherwise copies garbage.  nil when it passed.
     def self.vector_fault(injector, timeout)
-      r_in, w_in = IO.pipe
-      r_out, w_out = IO.pipe
-      pid = Process.spawn(injector, "--vector-victim", in: r_in, out: w_out, err: File::NULL)
-      r_in.close
-      w_out.close
-      ready = IO.select([r_out], nil, nil, 10) && r_out.gets
-      return "the vector probe did not start" unless ready&.start_with?("ready ")
+      with_victim([injector, "--vector-victim"]) do |pid, w_in, r_out, reap|
+        ready = IO.select([r_out], nil, nil, 10) && r_out.gets
+        next "the vector probe did not start" unless ready&.start_with?("ready ")
 
-      which = ready.split[1]
-      libc = Maps.paths(pid).find { |f| f.include?("/libc.so") }
-      return "no libc in the vector probe" unless libc
+        failed = gdb_call(injector, pid, timeout)
+        next "#{failed} (a running thread)" if failed
 
-      out = IO.popen([injector, "-p", pid.to_s, "--backend=gdb", "--timeout", timeout.to_s,
-                      libc, "strlen", "mwrap"], err: %i[child out], &:read)
-      return "gdb could not call into a running thread: #{out.lines.last.to_s.strip}" unless out =~ /^result=5$/
+        sleep 1 # a block or two more, so that the damage, if any, is seen
+        w_in.close
+        said = (IO.select([r_out], nil, nil, 10) && r_out.read).to_s
+        next nil if reap.call.success? && said.start_with?("ok")
 
-      # a block or two more, so that the damage, if any, is seen
-      sleep 1
-      w_in.close
-      said = (IO.select([r_out], nil, nil, 10) && r_out.read).to_s
-      _, status = Process.wait2(pid)
-      pid = nil
-      return nil if status.success? && said.start_with?("ok")
-
-      "a thread it called into while it ran lost its #{which} registers (#{said.strip.inspect})"
-    ensure
-      [w_in, r_out].each { |io| io&.close unless io&.closed? }
-      if pid
-        Process.kill(:KILL, pid) rescue nil
-        Process.wait(pid) rescue nil
+        "a thread it called into while it ran lost its #{ready.split[1]} registers (#{said.strip.inspect})"
       end
     end
 
@@ -74,40 +57,61 @@ module MwrapAttach
     # pipe), which must then echo a line and exit 0; only then does it touch
     # the target.  nil when it passed, else what went wrong.
     def self.blocked_fault(injector, timeout)
+      with_victim(["cat"]) do |pid, w_in, r_out, reap|
+        next "cat did not block in read()" unless blocked_in_read?(pid)
+
+        failed = gdb_call(injector, pid, timeout)
+        next failed if failed
+
+        begin
+          w_in.write("ping\n")
+        rescue Errno::EPIPE
+          nil # it died already: its status below says how
+        end
+        w_in.close
+        echoed = IO.select([r_out], nil, nil, 5) && r_out.read_nonblock(64, exception: false)
+        status = reap.call
+        next nil if echoed == "ping\n" && status.success?
+
+        "a process it called into, blocked in read(), " +
+          (status.signaled? ? "died of signal #{status.termsig}" : "exited #{status.exitstatus}") +
+          " instead of reading on (#{echoed.inspect})"
+      end
+    end
+
+    # Runs ARGV, a probe's victim, between two pipes and yields [its pid,
+    # the writer of its stdin, the reader of its stdout, a lambda that
+    # reaps it and returns its status]; the block's value is returned.
+    # Killed and reaped after, unless the block reaped it.
+    def self.with_victim(argv)
       r_in, w_in = IO.pipe
       r_out, w_out = IO.pipe
-      pid = Process.spawn("cat", in: r_in, out: w_out, err: File::NULL)
+      pid = Process.spawn(*argv, in: r_in, out: w_out, err: File::NULL)
       r_in.close
       w_out.close
-      return "cat did not block in read()" unless blocked_in_read?(pid)
-
-      libc = Maps.paths(pid).find { |f| f.include?("/libc.so") }
-      return "no libc in cat" unless libc
-
-      out = IO.popen([injector, "-p", pid.to_s, "--backend=gdb", "--timeout", timeout.to_s,
-                      libc, "strlen", "mwrap"], err: %i[child out], &:read)
-      return "gdb could not call into it: #{out.lines.last.to_s.strip}" unless out =~ /^result=5$/
-
-      begin
-        w_in.write("ping\n")
-      rescue Errno::EPIPE
-        nil # it died already: its status below says how
+      reap = lambda do
+        _, status = Process.wait2(pid)
+        pid = nil
+        status
       end
-      w_in.close
-      echoed = IO.select([r_out], nil, nil, 5) && r_out.read_nonblock(64, exception: false)
-      _, status = Process.wait2(pid)
-      pid = nil
-      return nil if echoed == "ping\n" && status.success?
-
-      "a process it called into, blocked in read(), " +
-        (status.signaled? ? "died of signal #{status.termsig}" : "exited #{status.exitstatus}") +
-        " instead of reading on (#{echoed.inspect})"
+      yield pid, w_in, r_out, reap
     ensure
       [w_in, r_out].each { |io| io&.close unless io&.closed? }
       if pid
         Process.kill(:KILL, pid) rescue nil
         Process.wait(pid) rescue nil
       end
+    end
+
+    # gdb's call of strlen("mwrap") into process PID, as an attach makes
+    # its calls: nil when it answered 5, else what went wrong.
+    def self.gdb_call(injector, pid, timeout)
+      libc = Maps.paths(pid).find { |f| f.include?("/libc.so") }
+      return "no libc in the probe's process" unless libc
+
+      out = IO.popen([injector, "-p", pid.to_s, "--backend=gdb", "--timeout", timeout.to_s,
+                      libc, "strlen", "mwrap"], err: %i[child out], &:read)
+      out =~ /^result=5$/ ? nil : "gdb could not call into it: #{out.lines.last.to_s.strip}"
     end
 
     def self.blocked_in_read?(pid)
@@ -121,6 +125,6 @@ module MwrapAttach
       false
     end
 
-    private_class_method :fault, :blocked_fault, :vector_fault, :blocked_in_read?
+    private_class_method :fault, :blocked_fault, :vector_fault, :with_victim, :gdb_call, :blocked_in_read?
   end
 end
