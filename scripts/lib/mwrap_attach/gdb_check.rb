@@ -39,14 +39,18 @@ module MwrapAttach
         next "the vector probe did not start" unless ready&.start_with?("ready ")
 
         failed = gdb_call(injector, pid, timeout)
-        next "#{failed} (a running thread)" if failed
-
         sleep 1 # a block or two more, so that the damage, if any, is seen
         w_in.close
         said = (IO.select([r_out], nil, nil, 10) && r_out.read).to_s
-        next nil if reap.call.success? && said.start_with?("ok")
+        ok = reap.call.success? && said.start_with?("ok")
+        # a victim that saw the damage exits at once: the injector may
+        # have found it gone before its answer was read
+        if said.start_with?("CORRUPT") || (!ok && !failed)
+          next "a thread it called into while it ran lost its #{ready.split[1]} registers (#{said.strip.inspect})"
+        end
+        next "#{failed} (a running thread)" if failed
 
-        "a thread it called into while it ran lost its #{ready.split[1]} registers (#{said.strip.inspect})"
+        nil
       end
     end
 
