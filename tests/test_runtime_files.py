@@ -343,12 +343,14 @@ def test_library_copy_not_loaded_is_removed(spawn, tmp):
     inlibc, always inside libc, has no safe point within --timeout 1) is
     removed by the front end at once, never handed over."""
     private = private_tmp(tmp)
-    blocker = os.path.join(ROOT, "build", "targets", "blocker")
+    # its own copy, in its /tmp: the tree itself may be under our /tmp
+    shutil.copy(os.path.join(ROOT, "build", "targets", "blocker"), private / "blocker")
+    os.chmod(private / "blocker", 0o755)
     t = spawn(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                f"mount -t tmpfs none {ROOT}/preload && "
                f"mount --bind {private} /tmp && "
                f"exec setpriv --reuid=65534 --regid=65534 --clear-groups "
-               f"{blocker} inlibc"])
+               f"/tmp/blocker inlibc"])
     t.expect("ready")
     p = attach(["-p", str(t.pid), "-d", "1", "--timeout", "1", "-v"])
     assert p.returncode != 0 and "copied the library" in p.stderr, p.stderr
