@@ -98,31 +98,41 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
-void mw_rundir_remove(struct mw_rundir *d)
+void mw_dir_unlink_each(int fd, int (*pick)(const char *name))
 {
 	char buf[2048] __attribute__((aligned(8)));
 
-	if (d->fd < 0)
-		return;
 	/* each pass unlinks what it read; rewind until a pass removes
-	 * nothing (left: "." and "..", or a subdirectory) */
+	 * nothing */
 	for (;;) {
 		int removed = 0;
 		long n, off;
 
-		lseek(d->fd, 0, SEEK_SET);
-		n = syscall(SYS_getdents64, d->fd, buf, sizeof(buf));
+		lseek(fd, 0, SEEK_SET);
+		n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
 		for (off = 0; n > 0 && off < n;) {
 			struct linux_dirent64 *e = (void *)(buf + off);
 
 			off += e->d_reclen;
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-			    unlinkat(d->fd, e->d_name, 0) == 0)
+			if (pick(e->d_name) && unlinkat(fd, e->d_name, 0) == 0)
 				removed++;
 		}
 		if (!removed)
 			break;
 	}
+}
+
+/* Every entry but "." and ".." (a subdirectory stays: unlinkat fails) */
+static int any_file(const char *name)
+{
+	return strcmp(name, ".") && strcmp(name, "..");
+}
+
+void mw_rundir_remove(struct mw_rundir *d)
+{
+	if (d->fd < 0)
+		return;
+	mw_dir_unlink_each(d->fd, any_file);
 	if (d->path[0])
 		rmdir(d->path);
 	mw_rundir_close(d);

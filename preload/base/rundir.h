@@ -32,6 +32,11 @@ int mw_rundir_create(const struct mw_rundir *d, const char *name, int flags);
 int mw_rundir_join(const struct mw_rundir *d, const char *name, char *buf,
 		   unsigned long len);
 
+/* Unlinks each entry of the directory open at @fd whose name @pick
+ * accepts, pass after pass until one removes nothing.  Best effort.
+ * Context: no allocation (reads the directory with getdents64). */
+void mw_dir_unlink_each(int fd, int (*pick)(const char *name));
+
 /* Unlinks every file in @d, removes it and closes it.  Best effort;
  * Context: no allocation (reads the directory with getdents64). */
 void mw_rundir_remove(struct mw_rundir *d);

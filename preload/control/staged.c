@@ -2,6 +2,7 @@
 /* staged.c - see staged.h */
 #define _GNU_SOURCE
 #include "control/staged.h"
+#include "base/rundir.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -9,20 +10,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Set once by mw_staged_arm, then only read (at exit). */
 static char dir[PATH_MAX];	/* as this process names it */
 static pid_t loader;		/* the process it was made for */
-
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
 
 static int ours(const char *name)
 {
@@ -35,7 +27,6 @@ static int ours(const char *name)
  * code (a hook) are not harmed. */
 static void remove_copy(void)
 {
-	char buf[2048] __attribute__((aligned(8)));
 	int fd;
 
 	if (getpid() != loader)
@@ -43,23 +34,7 @@ static void remove_copy(void)
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	/* each pass unlinks what it read; rewind until one removes none */
-	for (;;) {
-		int removed = 0;
-		long n, off;
-
-		lseek(fd, 0, SEEK_SET);
-		n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
-		for (off = 0; n > 0 && off < n;) {
-			struct linux_dirent64 *e = (void *)(buf + off);
-
-			off += e->d_reclen;
-			if (ours(e->d_name) && unlinkat(fd, e->d_name, 0) == 0)
-				removed++;
-		}
-		if (!removed)
-			break;
-	}
+	mw_dir_unlink_each(fd, ours);
 	close(fd);
 	rmdir(dir);
 }
