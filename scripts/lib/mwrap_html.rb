@@ -8,11 +8,12 @@
 # (a few lines of JavaScript; #sort=COLUMN in the URL sorts on load).
 # Sizes read as KiB/MiB with the exact bytes on hover; each site's share
 # of all live bytes; long paths wrap at their slashes (full text on hover)
-# so the table fits a 1400 px window.  A dump taken with --stacks adds an
-# icicle graph of live bytes by Ruby stack (inline SVG drawn here: the
-# outermost frame on top, each frame as wide as the live bytes under it).
+# so the table fits a 1400 px window.  A dump with stacks adds a flame
+# graph of live bytes by stack, rooted at the allocation (lib/
+# mwrap_flame_html.rb).
 require "cgi"
 require_relative "mwrap_report"
+require_relative "mwrap_flame_html"
 
 module MwrapHtml
   COLUMNS = [%w[live live_bytes], %w[share share], %w[live_count live_count], %w[total total_bytes],
@@ -74,73 +75,6 @@ module MwrapHtml
       end
     end
     svg << "</svg>"
-  end
-
-  # --- icicle graph (--stacks dumps) ----------------------------------
-
-  ICICLE_WIDTH = 1200
-  ICICLE_ROW = 18
-  # frames narrower than this many pixels are left out (their bytes stay
-  # in their parent's width)
-  ICICLE_MIN_PX = 1.0
-
-  # The stacks as a tree, outermost frame first: { bytes:, kids: {frame => node} }.
-  def self.stack_tree(sites)
-    root = { bytes: 0, kids: {} }
-    sites.each do |s|
-      live = s[:live].to_i
-      next unless s[:stack] && !s[:stack].empty? && live.positive?
-
-      root[:bytes] += live
-      node = root
-      s[:stack].reverse_each do |frame|
-        node = node[:kids][frame] ||= { bytes: 0, kids: {} }
-        node[:bytes] += live
-      end
-    end
-    root
-  end
-
-  # One <g> per frame wide enough to draw, its children below it, widest
-  # first.  Returns the depth reached.
-  def self.icicle_node(svg, node, x, depth, scale, total)
-    deepest = depth
-    node[:kids].sort_by { |f, n| [-n[:bytes], f] }.each do |frame, kid|
-      w = kid[:bytes] * scale
-      next if w < ICICLE_MIN_PX
-
-      y = depth * ICICLE_ROW
-      label = "#{frame}: #{grouped(kid[:bytes])} bytes (#{format('%.1f', 100.0 * kid[:bytes] / total)}%)"
-      color = COLORS[frame.sum % COLORS.size] # the same colour in every report
-      svg << "<g class=\"frame\"><title>#{h(label)}</title>" \
-             "<rect x=\"#{x.round(1)}\" y=\"#{y}\" width=\"#{(w - 0.5).round(1)}\" height=\"#{ICICLE_ROW - 1}\" " \
-             "fill=\"#{color}\"/>"
-      chars = ((w - 6) / 6.5).floor
-      if chars >= 4
-        name = frame.sub(%r{\A.*/}, "") # the file's name, its line and method
-        svg << "<text x=\"#{(x + 3).round(1)}\" y=\"#{y + 13}\" font-size=\"11\" fill=\"#fff\">" \
-               "#{h(name.size > chars ? "#{name[0, chars - 1]}…" : name)}</text>"
-      end
-      svg << "</g>"
-      deepest = [deepest, icicle_node(svg, kid, x, depth + 1, scale, total)].max
-      x += w
-    end
-    deepest
-  end
-
-  # The icicle graph of live bytes by stack; "" when no site has one.
-  def self.icicle(sites)
-    root = stack_tree(sites)
-    return "" unless root[:bytes].positive?
-
-    body = +""
-    depth = icicle_node(body, root, 0.0, 0, ICICLE_WIDTH.to_f / root[:bytes], root[:bytes])
-    all = sites.sum { |s| s[:live].to_i }
-    "<p>Live bytes by Ruby stack, the outermost frame on top (#{h(MwrapReport.human(root[:bytes]))} " \
-      "of #{h(MwrapReport.human(all))} live were allocated by Ruby code with a stack; hover for " \
-      "each frame's bytes).</p>\n<svg id=\"icicle\" xmlns=\"http://www.w3.org/2000/svg\" " \
-      "width=\"#{ICICLE_WIDTH}\" height=\"#{depth * ICICLE_ROW + 2}\" role=\"img\" " \
-      "aria-label=\"live bytes by stack\">#{body}</svg>"
   end
 
   # sites drawn in the growth chart beside the total
@@ -303,12 +237,14 @@ module MwrapHtml
     fromHash();
   JS
 
-  def self.page(dump, sites, window: nil)
+  # FOCUS: --focus's prefix (which frames are the application's in the
+  # flame graph), nil for the default (outside the library).
+  def self.page(dump, sites, window: nil, focus: nil)
     series = dump.series unless dump.series&.empty?
     head = MwrapReport.header_lines(dump.header, window: window, series: series)
     growth = growth_chart(series, sites)
     growth = "<h2>Growth over the window</h2>\n#{growth}" unless growth.empty?
-    flame = icicle(MwrapReport.stacks_of(dump))
+    flame = MwrapFlameHtml.section(dump, focus: focus)
     flame = "<h2>Live bytes by stack</h2>\n#{flame}" unless flame.empty?
     # the object view and the scan summary, as in the text report
     head += MwrapReport.objects_text(dump.objects).lines.map(&:chomp) if dump.objects
@@ -328,6 +264,7 @@ module MwrapHtml
       th.sorted[aria-sort=ascending] a::after{content:" \\25B2"}
       .head{font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere}
       .caller{color:#555;font-size:90%;padding-left:1.5em}
+      #{MwrapFlameHtml::STYLE.chomp}
       </style></head><body>
       <h1>mwrap report</h1>
       <div class="head">#{head.map { |l| h(l) }.join("\n")}</div>

@@ -90,7 +90,7 @@ module MwrapAttach
 
       sites = MwrapReport.view(dump, group: group, focus: v[:focus], sort: "live")
       return MwrapReport.json(dump, sites) if format == "json"
-      return MwrapHtml.page(dump, sites, window: window) if format == "html"
+      return MwrapHtml.page(dump, sites, window: window, focus: v[:focus]) if format == "html"
 
       by = group == "line" && !v[:focus] ? "" : " (by #{MwrapReport.group_words(group, v[:focus])})"
       MwrapReport.text(dump, sites, window: window, title: "sites ranked by live bytes grown during the window#{by}:")
