@@ -119,40 +119,121 @@ STACK_SITES = [
                 f"{APP_RB}:41 in block in serve", f"{APP_RB}:38 in serve"], 629146),
     site("/lib/x86_64-linux-gnu/libz.so.1(+0x3a1c)[0x7f00aa003a1c]", 1048576, 1048576, 4, 4)]
 
+# Inserted into a copy of the page: each drawn frame of the flame graph
+# as [title, left, top, width] (after CLICK, a frame's name prefix to
+# click first, when set), and the search's words for SEARCH.
 FRAMES = """<script>
-var out = [];
-document.querySelectorAll("#icicle g.frame").forEach(function (g) {
-  var r = g.querySelector("rect").getBoundingClientRect();
-  out.push([g.querySelector("title").textContent, Math.round(r.left), Math.round(r.top),
-            Math.round(r.width)]);
-});
-document.body.dataset.frames = JSON.stringify(out);
+function frames() {
+  var out = [];
+  document.querySelectorAll("#flame g.frame").forEach(function (g) {
+    var r = g.querySelector("rect").getBoundingClientRect();
+    out.push([g.querySelector("title").textContent, Math.round(r.left), Math.round(r.top),
+              Math.round(r.width), g.getAttribute("class")]);
+  });
+  return out;
+}
+document.body.dataset.frames = JSON.stringify(frames());
+if (window.CLICK) {
+  var g = Array.prototype.find.call(document.querySelectorAll("#flame g.frame"), function (g) {
+    return g.querySelector("title").textContent.indexOf(window.CLICK) === 0;
+  });
+  g.querySelector("rect").dispatchEvent(new MouseEvent("click", {bubbles: true}));
+  document.body.dataset.zoomed = JSON.stringify(frames());
+  g = document.querySelector("#flame g.zoomed");
+  g.querySelector("rect").dispatchEvent(new MouseEvent("click", {bubbles: true}));
+  document.body.dataset.back = JSON.stringify(frames());
+}
+if (window.SEARCH) {
+  var box = document.getElementById("flame-search");
+  box.value = window.SEARCH;
+  box.dispatchEvent(new Event("input"));
+  document.body.dataset.found = document.getElementById("flame-found").textContent;
+  document.body.dataset.matched = JSON.stringify(frames().filter(function (f) {
+    return / match/.test(f[4]); }).map(function (f) { return f[0].split(": ")[0]; }));
+}
 document.body.dataset.pageWidth = document.documentElement.scrollWidth;
 </script></body>"""
 
 
-def test_icicle_graph_of_live_bytes_by_stack(tmp):
-    html, dom = page_in_chromium(tmp, "stacks", STACK_SITES, FRAMES)
-    assert "<h2>Live bytes by stack</h2>" in html and "<script src" not in html
+def frames_of(dom, attr="frames"):
+    """The frames listed in the DOM's data-ATTR: {name: (left, top, width)}."""
     import html as htmllib
-    m = re.search(r'data-frames="([^"]*)"', dom)
-    frames = {t.split(": ")[0]: (x, y, w) for t, x, y, w in json.loads(htmllib.unescape(m.group(1)))}
+    m = re.search(f'data-{attr}="([^"]*)"', dom)
+    return {t.split(": ")[0]: (x, y, w) for t, x, y, w, _ in json.loads(htmllib.unescape(m.group(1)))}
+
+
+def with_vars(script, **kw):
+    """SCRIPT after a <script> setting window's KW."""
+    return "<script>" + "".join(f"window.{k} = {json.dumps(v)};" for k, v in kw.items()) + \
+        "</script>" + script
+
+
+def test_flame_graph_rooted_at_the_allocation(tmp):
+    """The default view: each library line is rooted at its application
+    caller (the helper is under vendor/bundle/gems), the lines holding
+    memory on the top row, widest first, their callers beneath; a native
+    site is a root of its own.  Hover: exact bytes, share, the library
+    line it allocated in."""
+    html, dom = page_in_chromium(tmp, "flame", STACK_SITES, FRAMES)
+    assert "<h2>Live bytes by stack</h2>" in html and "<script src" not in html
+    assert 'data-flame-view="alloc"' in dom
+    frames = frames_of(dom)
     assert int(re.search(r'data-page-width="(\d+)"', dom).group(1)) <= 1400
-    # the outermost frame on top, as wide as all the stacks' live bytes
+    up = frames[f"{APP_RB}:13 in handle_upload"]
+    ping = frames[f"{APP_RB}:18 in handle_ping"]
+    libz = frames["/lib/x86_64-linux-gnu/libz.so.1(+0x3a1c)[0x7f00aa003a1c]"]
+    # one top row: the uploads' caller, the native site, the pings'
+    assert up[1] == ping[1] == libz[1]
+    assert up[0] < libz[0] < ping[0]
+    total = 6291456 + 629146 + 1048576
+    assert abs(up[2] - 1200 * 6291456 / total) <= 1.5
+    assert abs(up[2] / ping[2] - 10) < 0.5
+    # beneath each, its own caller
+    assert frames[f"{APP_RB}:40 in block in serve"][1] == up[1] + 18
+    assert frames[f"{APP_RB}:41 in block in serve"][1] == up[1] + 18
+    assert f"{HELPER_RB}:9 in remember" not in frames
+    import html as htmllib
+    text = htmllib.unescape(dom)
+    assert f"{APP_RB}:13 in handle_upload: 6,291,456 bytes (78.9%); allocated in library code at " \
+           f"{HELPER_RB}:9 (100%)" in text
+
+
+def test_flame_graph_zooms_searches_and_toggles(tmp):
+    _, dom = page_in_chromium(tmp, "zoom", STACK_SITES,
+                              with_vars(FRAMES, CLICK=f"{APP_RB}:18 in handle_ping",
+                                        SEARCH="block in serve"))
+    before, zoomed, back = frames_of(dom), frames_of(dom, "zoomed"), frames_of(dom, "back")
+    ping = f"{APP_RB}:18 in handle_ping"
+    assert before[ping][2] < 200
+    # zoomed: the pings' caller at full width, its callers beneath at full width too
+    left = before[f"{APP_RB}:13 in handle_upload"][0]
+    assert zoomed[ping][0] == left and zoomed[ping][1] == before[ping][1]
+    assert zoomed[ping][2] >= 1198 and zoomed[f"{APP_RB}:41 in block in serve"][2] >= 1198
+    assert f"{APP_RB}:13 in handle_upload" not in zoomed
+    # a click on it again: back to the whole
+    assert back == before
+    # the search: both "block in serve" frames, their bytes once each
+    import html as htmllib
+    assert json.loads(htmllib.unescape(re.search(r'data-matched="([^"]*)"', dom).group(1))) == \
+        [f"{APP_RB}:40 in block in serve", f"{APP_RB}:41 in block in serve"]
+    assert "2 frames match: 6.6 MiB (6,920,602 bytes, 86.8%)" in htmllib.unescape(dom)
+
+    # the outermost frame first, one radio button (or #flame=outer) away
+    measured = tmp / "zoom-measured.html"
+    p = chromium(["--window-size=1400,900", "--dump-dom", f"file://{measured}#flame=outer"], tmp)
+    assert 'data-flame-view="outer"' in p.stdout
+    frames = frames_of(p.stdout)
     top = frames[f"{APP_RB}:38 in serve"]
     up = frames[f"{APP_RB}:13 in handle_upload"]
     ping = frames[f"{APP_RB}:18 in handle_ping"]
-    assert top[2] >= 1195 and up[1] > top[1] and ping[1] == up[1]
-    # widths in proportion to live bytes (10:1), the uploads first
+    assert up[1] > top[1] and ping[1] == up[1]
     assert abs(up[2] / ping[2] - 10) < 0.5 and up[0] < ping[0]
     # the helper's frame is drawn under each caller, innermost at the bottom
     assert frames[f"{HELPER_RB}:9 in remember"][1] > up[1]
-    # hover text: the frame, its exact bytes and share
-    assert f"{APP_RB}:13 in handle_upload: 6,291,456 bytes (90.9%)" in htmllib.unescape(dom)
     # no stacks, no graph
     plain, _ = page_in_chromium(tmp, "plain", SITES, "</body>")
-    assert "icicle" not in plain
+    assert 'id="flame"' not in plain
 
-    shot = tmp / "icicle.png"
-    p = chromium([f"--screenshot={shot}", "--window-size=1400,900", f"file://{tmp / 'stacks.html'}"], tmp)
+    shot = tmp / "flame.png"
+    p = chromium([f"--screenshot={shot}", "--window-size=1400,900", f"file://{tmp / 'zoom.html'}"], tmp)
     assert p.returncode == 0 and shot.stat().st_size > 5000

@@ -259,7 +259,7 @@ def test_pprof_stacks_show_the_application_frames(tmp):
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
 def test_window_html_shows_growth_and_the_stacks(spawn, tmp):
     """One window's HTML report, --stacks: the growth chart over the
-    window and the icicle graph of the two callers, in one screenshot
+    window and the flame graph of the two callers, in one screenshot
     (window-stacks.png in the test's directory)."""
     t, upload, ping, _ = start_app(spawn)
 
@@ -271,7 +271,7 @@ def test_window_html_shows_growth_and_the_stacks(spawn, tmp):
     rc, out, err = during_window([ATTACH, "-p", str(t.pid), "-d", "6", "--stacks=8",
                                   "--sample=1", "--format=html"], t.pid, serve)
     assert rc == 0, err
-    assert '<svg id="growth"' in out and '<svg id="icicle"' in out
+    assert '<svg id="growth"' in out and '<svg id="flame"' in out
     assert f"{APP}:{upload} in " in out and f"{APP}:{ping} in " in out
     page = tmp / "window-stacks.html"
     page.write_text(out)
