@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Shared helpers: paths, bounded process runs, dump parsing."""
 import functools
+import html
 import json
 import os
 import re
@@ -345,6 +346,66 @@ def chromium(args, tmp):
                 "--disable-quic", "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--hide-scrollbars",
                 f"--user-data-dir={tmp / 'chrome-profile'}"] + args, timeout=120)
+
+
+# Inserted into an HTML report (before </body>): each drawn frame of its
+# flame graph as [title, left, top, width, class] in data-frames; with
+# window.CLICK (a title's start; window.DEPTH: on that row) set, the frames
+# after a click on that frame in data-zoomed and, unless window.STAY,
+# after a second click on it (back out) in data-back; with window.SEARCH,
+# the search's words in data-found and the highlighted frames in
+# data-matched.
+FLAME_FRAMES = """<script>
+function frames() {
+  var out = [];
+  document.querySelectorAll("#flame g.frame").forEach(function (g) {
+    var r = g.querySelector("rect").getBoundingClientRect();
+    out.push([g.querySelector("title").textContent, Math.round(r.left), Math.round(r.top),
+              Math.round(r.width), g.getAttribute("class")]);
+  });
+  return out;
+}
+document.body.dataset.frames = JSON.stringify(frames());
+if (window.CLICK) {
+  var g = Array.prototype.find.call(document.querySelectorAll("#flame g.frame"), function (g) {
+    return g.querySelector("title").textContent.indexOf(window.CLICK) === 0 &&
+      (window.DEPTH === undefined || g.getAttribute("data-depth") === String(window.DEPTH));
+  });
+  g.querySelector("rect").dispatchEvent(new MouseEvent("click", {bubbles: true}));
+  document.body.dataset.zoomed = JSON.stringify(frames());
+  if (!window.STAY) {
+    g = document.querySelector("#flame g.zoomed");
+    g.querySelector("rect").dispatchEvent(new MouseEvent("click", {bubbles: true}));
+    document.body.dataset.back = JSON.stringify(frames());
+  }
+}
+if (window.SEARCH) {
+  var box = document.getElementById("flame-search");
+  box.value = window.SEARCH;
+  box.dispatchEvent(new Event("input"));
+  document.body.dataset.found = document.getElementById("flame-found").textContent;
+  document.body.dataset.matched = JSON.stringify(frames().filter(function (f) {
+    return / match/.test(f[4]); }).map(function (f) { return f[0].split(": ")[0]; }));
+}
+document.body.dataset.pageWidth = document.documentElement.scrollWidth;
+</script></body>"""
+
+
+def flame_frames(dom, attr="frames"):
+    """The frames listed in the DOM's data-ATTR (FLAME_FRAMES):
+    {name: (left, top, width)}; a name drawn twice keeps its first."""
+    m = re.search(f'data-{attr}="([^"]*)"', dom)
+    out = {}
+    for t, x, y, w, _ in json.loads(html.unescape(m.group(1))):
+        out.setdefault(t.split(": ")[0], (x, y, w))
+    return out
+
+
+def with_vars(script, **kw):
+    """SCRIPT after a <script> setting window's KW."""
+    return "<script>" + "".join(f"window.{k} = {json.dumps(v)};" for k, v in kw.items()) + \
+        "</script>" + script
+
 
 
 def fiddle_leak():

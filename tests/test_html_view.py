@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from conftest import CHROMIUM, ROOT, chromium, run
+from conftest import (CHROMIUM, FLAME_FRAMES as FRAMES, ROOT, chromium, flame_frames as frames_of,
+                      run, with_vars)
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
@@ -118,55 +119,6 @@ STACK_SITES = [
     stack_site([f"{HELPER_RB}:9 in remember", f"{APP_RB}:18 in handle_ping",
                 f"{APP_RB}:41 in block in serve", f"{APP_RB}:38 in serve"], 629146),
     site("/lib/x86_64-linux-gnu/libz.so.1(+0x3a1c)[0x7f00aa003a1c]", 1048576, 1048576, 4, 4)]
-
-# Inserted into a copy of the page: each drawn frame of the flame graph
-# as [title, left, top, width] (after CLICK, a frame's name prefix to
-# click first, when set), and the search's words for SEARCH.
-FRAMES = """<script>
-function frames() {
-  var out = [];
-  document.querySelectorAll("#flame g.frame").forEach(function (g) {
-    var r = g.querySelector("rect").getBoundingClientRect();
-    out.push([g.querySelector("title").textContent, Math.round(r.left), Math.round(r.top),
-              Math.round(r.width), g.getAttribute("class")]);
-  });
-  return out;
-}
-document.body.dataset.frames = JSON.stringify(frames());
-if (window.CLICK) {
-  var g = Array.prototype.find.call(document.querySelectorAll("#flame g.frame"), function (g) {
-    return g.querySelector("title").textContent.indexOf(window.CLICK) === 0;
-  });
-  g.querySelector("rect").dispatchEvent(new MouseEvent("click", {bubbles: true}));
-  document.body.dataset.zoomed = JSON.stringify(frames());
-  g = document.querySelector("#flame g.zoomed");
-  g.querySelector("rect").dispatchEvent(new MouseEvent("click", {bubbles: true}));
-  document.body.dataset.back = JSON.stringify(frames());
-}
-if (window.SEARCH) {
-  var box = document.getElementById("flame-search");
-  box.value = window.SEARCH;
-  box.dispatchEvent(new Event("input"));
-  document.body.dataset.found = document.getElementById("flame-found").textContent;
-  document.body.dataset.matched = JSON.stringify(frames().filter(function (f) {
-    return / match/.test(f[4]); }).map(function (f) { return f[0].split(": ")[0]; }));
-}
-document.body.dataset.pageWidth = document.documentElement.scrollWidth;
-</script></body>"""
-
-
-def frames_of(dom, attr="frames"):
-    """The frames listed in the DOM's data-ATTR: {name: (left, top, width)}."""
-    import html as htmllib
-    m = re.search(f'data-{attr}="([^"]*)"', dom)
-    return {t.split(": ")[0]: (x, y, w) for t, x, y, w, _ in json.loads(htmllib.unescape(m.group(1)))}
-
-
-def with_vars(script, **kw):
-    """SCRIPT after a <script> setting window's KW."""
-    return "<script>" + "".join(f"window.{k} = {json.dumps(v)};" for k, v in kw.items()) + \
-        "</script>" + script
-
 
 def test_flame_graph_rooted_at_the_allocation(tmp):
     """The default view: each library line is rooted at its application

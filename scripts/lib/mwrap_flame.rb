@@ -31,7 +31,26 @@ module MwrapFlame
   # those with live bytes.  Empty when no record has a stack.
   def self.records(dump, focus: nil)
     recs = MwrapReport.view_sites(dump, "stack", focus).select { |s| s[:live].to_i.positive? }
-    recs.any? { |s| s[:stack] && !s[:stack].empty? } ? recs : []
+    return [] unless recs.any? { |s| s[:stack] && !s[:stack].empty? }
+
+    dump.stacks&.any? ? exact(dump, recs) : recs
+  end
+
+  # RECS with each line's stack records scaled to the line's exact live
+  # bytes (DUMP's site for it): the sampled stacks then say only how a
+  # line's bytes split among its callers, and the graph's top row agrees
+  # with the report's table.
+  def self.exact(dump, recs)
+    live = Hash.new(0)
+    dump.sites.each { |s| live[s[:location]] += s[:live].to_i }
+    estimated = Hash.new(0)
+    dump.stacks.each { |s| estimated[s[:location]] += s[:live].to_i }
+    recs.map do |s|
+      est = estimated[s[:location]]
+      next s unless s[:stack] && est.positive? && live[s[:location]].positive?
+
+      s.merge(live: (s[:live].to_i * live[s[:location]].to_f / est).round)
+    end
   end
 
   # FRAMES (innermost first) as an alloc view path: [frames, via] where

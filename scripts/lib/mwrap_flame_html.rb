@@ -29,12 +29,18 @@ module MwrapFlameHtml
 
     all = dump.sites.sum { |s| s[:live].to_i }
     where = focus ? "under #{focus}" : "outside Ruby's library and gems"
+    sampled = if dump.stacks&.any?
+                per = dump.header["stack_sample_bytes"]
+                " (each line's bytes exact, how they split among its callers estimated from " \
+                  "sampled stacks#{" (about one per #{MwrapReport.human(per)} allocated)" if per})"
+              end
     <<~HTML
       <p>Live bytes by stack, rooted at the allocation: each box on the top row is a line holding
       live memory (#{h(MwrapReport.human(data['total']))} of #{h(MwrapReport.human(all))} live),
-      beneath it the lines that called it, each as wide as its share.  A line of library code is
-      shown by the application line that called it (the first frame #{h(where)}; the library
-      lines are on hover).  Click a frame to zoom into it, click it again to zoom out.</p>
+      beneath it the lines that called it, each as wide as its share#{h(sampled)}.  A line of
+      library code is shown by the application line that called it (the first frame #{h(where)};
+      the library lines are on hover).  Click a frame to zoom into it, click it again to zoom
+      out.</p>
       <div id="flame-controls">
       <label><input type="radio" name="flame-view" value="alloc" checked> rooted at the allocation</label>
       <label><input type="radio" name="flame-view" value="outer"> outermost frame first</label>
@@ -179,6 +185,7 @@ module MwrapFlameHtml
         svg.setAttribute("height", rows * ROW + 2);
         document.body.setAttribute("data-flame-view", state.view);
         document.body.setAttribute("data-flame-zoom", z ? z.name : "");
+        info.textContent = z ? "zoomed: " + words(z) : "\u00a0";
         highlight();
       }
 

@@ -3,8 +3,8 @@
 # (gemlike/helper.rb) called from two application lines at very
 # different rates.  Prints "ready PID upload_line=N ping_line=N
 # keep_line=N", then obeys one command per line on stdin:
-#   serve R SIZE   R rounds of 10 uploads and 1 ping, each keeping SIZE
-#                  bytes through the helper
+#   serve R SIZE [U P]   R rounds of U uploads and P pings (default 10
+#                        and 1), each keeping SIZE bytes through the helper
 # On EOF prints "bye N" and exits 0.
 $stdout.sync = true
 require_relative "gemlike/helper"
@@ -26,9 +26,11 @@ while (line = $stdin.gets)
   case cmd
   when "serve"
     size = Integer(args[1])
+    uploads = Integer(args[2] || 10)
+    pings = Integer(args[3] || 1)
     Integer(args[0]).times do
-      handle_upload(10, size)
-      handle_ping(1, size)
+      handle_upload(uploads, size)
+      handle_ping(pings, size)
     end
     puts "served #{args[0]}"
   end
