@@ -5,6 +5,7 @@ require_relative "failure"
 require_relative "../mwrap_report"
 require_relative "../mwrap_pprof"
 require_relative "../mwrap_html"
+require_relative "../mwrap_speedscope"
 
 module MwrapAttach
   # The report, rendered by lib/mwrap_report.rb (as mwrap-report does)
@@ -76,10 +77,10 @@ module MwrapAttach
     end
 
     # DUMP's sites ranked by live bytes, in FORMAT (text, json, pprof,
-    # html, or raw: the dump as recorded); WINDOW is the window's length in
-    # seconds.
+    # html, speedscope, or raw: the dump as recorded); WINDOW is the
+    # window's length in seconds.
     # Sites are grouped as --group and --focus say (Output.view); pprof
-    # keeps every stack as it was recorded.
+    # and speedscope keep every stack as it was recorded.
     def self.render(dump, window, format)
       v = view || {}
       group = v[:group] || "line"
@@ -87,6 +88,9 @@ module MwrapAttach
         return MwrapPprof.profile(dump, MwrapReport.select(MwrapReport.pprof_sites(dump, focus: v[:focus]), sort: "live"))
       end
       return MwrapReport.raw_json(dump) if format == "raw"
+      if format == "speedscope"
+        return MwrapSpeedscope.file(dump, MwrapSpeedscope.records(dump, focus: v[:focus]), focus: v[:focus])
+      end
 
       sites = MwrapReport.view(dump, group: group, focus: v[:focus], sort: "live")
       return MwrapReport.json(dump, sites) if format == "json"
