@@ -144,12 +144,12 @@ def test_speedscope_of_dumps_without_stacks(tmp):
 def test_speedscope_straight_from_an_attach(spawn, tmp):
     """mwrap-attach --format=speedscope, default stacks (sampled about
     once per 64 KiB, scaled to each line's exact bytes): the helper's
-    line rooted on top of its two callers at 3:1 (150 rounds of 128 KiB
+    line rooted on top of its two callers at 3:1 (100 rounds of 256 KiB
     strings: within 15%, as in test_flame)."""
     t, f = start_ready(spawn, ["ruby", APP])
     upload, ping, keep = int(f["upload_line"]), int(f["ping_line"]), int(f["keep_line"])
     assert attach(["-p", str(t.pid), "--keep"]).returncode == 0
-    t.send("serve 150 131072 3 1")
+    t.send("serve 100 262144 3 1")
     t.expect("served", timeout=60)
     out = tmp / "live.speedscope.json"
     p = attach(["-p", str(t.pid), "--dump", "--format=speedscope", "-o", str(out)])
@@ -165,9 +165,9 @@ def test_speedscope_straight_from_an_attach(spawn, tmp):
             by_caller[loc] = by_caller.get(loc, 0) + w
     up, pi = by_caller[f"{APP}:{upload}"], by_caller[f"{APP}:{ping}"]
     assert abs(up / pi / 3 - 1) <= 0.15, by_caller
-    # the helper's bytes are the line's exact ones: 600 strings of 128 KiB
+    # the helper's bytes are the line's exact ones: 400 strings of 256 KiB
     # and the array holding them
-    assert 600 * 131072 <= sum(by_caller.values()) <= 600 * 131072 * 1.02, by_caller
+    assert 400 * 262144 <= sum(by_caller.values()) <= 400 * 262144 * 1.01, by_caller
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
