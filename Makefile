@@ -46,7 +46,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so \
 	build/targets/slowerror build/targets/libinhandler.so
 
-.PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
+.PHONY: all build deps deps-build product test test-c test-py test-safety test-speedscope fuzz demo bench clean install \
 	install-product gem deb packages test-packages help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
 
@@ -63,6 +63,7 @@ help:
 	@echo "make test-ruby34    make test inside a sid root with Ruby 3.4"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window"
+	@echo "make test-speedscope  --format=speedscope against speedscope's npm package (its schema, its viewer)"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make product    build only what is installed; installs no package (WERROR= : warnings not fatal)"
@@ -280,6 +281,13 @@ test-container: all
 test-rails: all
 	@scripts/install-deps rails
 	MWRAP_TEST_RAILS=1 $(PYTEST) -q -s tests/rails
+
+# --format=speedscope against the speedscope npm package's schema and
+# viewer (fetched once into /var/cache/mwrap-attach/npm; make test skips
+# those tests, saying why, until it is there).
+test-speedscope: all
+	@scripts/install-deps speedscope
+	$(PYTEST) -q tests/test_speedscope.py
 
 fuzz: deps
 	@scripts/fuzz
