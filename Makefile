@@ -46,9 +46,9 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so \
 	build/targets/slowerror build/targets/libinhandler.so
 
-.PHONY: all build deps deps-build product test test-c test-py test-safety test-speedscope fuzz demo bench clean install \
+.PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
 	install-product gem deb packages test-packages help \
-	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails
+	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails test-speedscope
 
 all: deps
 	@$(MAKE) --no-print-directory build
