@@ -30,10 +30,11 @@ module MwrapFlame
   # lines they do not cover; a line without a stack is one frame), only
   # those with live bytes.  Empty when no record has a stack.
   def self.records(dump, focus: nil)
-    recs = MwrapReport.view_sites(dump, "stack", focus).select { |s| s[:live].to_i.positive? }
+    recs = MwrapReport.view_sites(dump, "stack", focus)
     return [] unless recs.any? { |s| s[:stack] && !s[:stack].empty? }
 
-    dump.stacks&.any? ? exact(dump, recs) : recs
+    recs = exact(dump, recs) if dump.stacks&.any?
+    recs.select { |s| s[:live].to_i.positive? }
   end
 
   # RECS with each line's stack records scaled to the line's exact live
@@ -47,7 +48,7 @@ module MwrapFlame
     dump.stacks.each { |s| estimated[s[:location]] += s[:live].to_i }
     recs.map do |s|
       est = estimated[s[:location]]
-      next s unless s[:stack] && est.positive? && live[s[:location]].positive?
+      next s unless s[:stack] && est.positive?
 
       s.merge(live: (s[:live].to_i * live[s[:location]].to_f / est).round)
     end
