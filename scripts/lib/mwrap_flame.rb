@@ -12,7 +12,9 @@
 #          a stack with no application frame keeps its own innermost line.
 #   outer  the outermost frame first (the older icicle view).
 # Frames are keyed by their path:line (MwrapReport.frame_location): one
-# line is one box whatever its method's name; the names are listed.
+# line is one box whatever its method's name (frames next to each other
+# on one line, a block and the method calling it, too); the names are
+# listed.
 require_relative "mwrap_report"
 
 module MwrapFlame
@@ -80,7 +82,13 @@ module MwrapFlame
       node = top
       frames.each_with_index do |f, depth|
         path, line, label = MwrapReport.frame_parts(f)
-        node = node.child(line ? "#{path}:#{line}" : path)
+        location = line ? "#{path}:#{line}" : path
+        # a block and its method on one line (n.times { ... }) are one box
+        if node.location == location
+          node.labels |= [label] if label
+          next
+        end
+        node = node.child(location)
         node.bytes += live
         node.labels |= [label] if label
         node.library = !MwrapReport.app_frame?(f, focus, dirs)
