@@ -17,11 +17,14 @@ module MwrapAttach
     # probes the filter), not from its presence: refuses a filter that would
     # kill the target on one of them, or denies one the attach needs, or
     # that cannot be shown safe; a feature whose syscall is denied is
-    # dropped with a warning.  Nothing runs in the target.
+    # dropped with a warning.  Nothing runs in the target.  From a debug
+    # sidecar the filter can be neither read nor shown to be ours: the
+    # user vouches that it is (o[:same_seccomp]), and ours is probed.
     def self.check(pid, st, o)
       return if st["Seccomp"].to_i.zero? || %i[stats detach].include?(o[:action])
 
-      out = IO.popen([Injector.path, "--check-seccomp", "-p", pid.to_s, *(o[:verbose] ? ["-v"] : [])],
+      out = IO.popen([Injector.path, "--check-seccomp", "-p", pid.to_s, *(o[:verbose] ? ["-v"] : []),
+                      *(o[:same_seccomp] ? ["--same-seccomp"] : [])],
                      err: %i[child out], &:read)
       warn out if o[:verbose]
       calls = out.lines.filter_map do |l|
@@ -77,6 +80,12 @@ module MwrapAttach
       return unless verdict == "unknown" && (o[:action] == :attach || wanted.any?)
 
       why = out[/^verdict unknown \S+: (.*)$/, 1]
+      if why.to_s.end_with?("a sidecar)") && !o[:same_seccomp]
+        fail!(EXIT[:seccomp], "process #{pid} runs under a seccomp filter that cannot be shown safe: #{why}",
+              "if this container runs under the same seccomp profile as the target's (both the runtime's " \
+              "default: kubectl debug --target, podman run --pid=container:APP), add --same-seccomp; " \
+              "else run mwrap-attach as root on the host, where the filter can be read")
+      end
       fail!(EXIT[:seccomp], "process #{pid} runs under a seccomp filter that cannot be shown safe: #{why}",
             "run mwrap-attach as root on the host, where the filter can be read, or inside the " \
             "target's container (docker exec), where it runs under the same filter")
