@@ -80,15 +80,29 @@ module MwrapAttach
       return unless verdict == "unknown" && (o[:action] == :attach || wanted.any?)
 
       why = out[/^verdict unknown \S+: (.*)$/, 1]
-      if why.to_s.end_with?("a sidecar)") && !o[:same_seccomp]
-        fail!(EXIT[:seccomp], "process #{pid} runs under a seccomp filter that cannot be shown safe: #{why}",
-              "if this container runs under the same seccomp profile as the target's (both the runtime's " \
-              "default: kubectl debug --target, podman run --pid=container:APP), add --same-seccomp; " \
-              "else run mwrap-attach as root on the host, where the filter can be read")
-      end
       fail!(EXIT[:seccomp], "process #{pid} runs under a seccomp filter that cannot be shown safe: #{why}",
-            "run mwrap-attach as root on the host, where the filter can be read, or inside the " \
-            "target's container (docker exec), where it runs under the same filter")
+            unknown_fix(why, o))
+    end
+
+    # What to do about a filter that could not be judged.  From a sidecar
+    # (sharing the target's pid namespace, not its files): vouch for a
+    # chain as long as ours (--same-seccomp), or read the filter from a
+    # container without one and with CAP_SYS_ADMIN.
+    def self.unknown_fix(why, o)
+      readable = "kubectl debug --profile=sysadmin, podman run --privileged: there the filter can be read"
+      unless why.to_s.end_with?("a sidecar)")
+        return "run mwrap-attach as root on the host, where the filter can be read, or inside the " \
+               "target's container (docker exec), where it runs under the same filter"
+      end
+      ours, its = why.match(/we have (\d+) filters, it has (\d+)/)&.captures&.map(&:to_i)
+      if ours != its || ours.to_i.zero?
+        return "this container's seccomp chain is not the target's (#{ours} filters, #{its} there): give it " \
+               "the target's profile#{o[:same_seccomp] ? '' : ' and add --same-seccomp'}, or run it " \
+               "without a filter and with CAP_SYS_ADMIN (#{readable})"
+      end
+      "if this container runs under the same seccomp profile as the target's (both the runtime's " \
+        "default: kubectl debug --target, podman run --pid=container:APP), add --same-seccomp; " \
+        "else run it without a filter and with CAP_SYS_ADMIN (#{readable})"
     end
   end
 end
