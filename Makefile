@@ -361,7 +361,8 @@ packages: gem deb
 # The .deb again only when a file it is made of changed (make deb always
 # builds it anew): what make sidecar installs.
 DEB_FILE = $(PKG)/mwrap-attach_$(VERSION)_amd64.deb
-DEB_SOURCES = VERSION Makefile $(shell find preload inject scripts ruby-ext man debian \
+DEB_SOURCES = VERSION Makefile $(shell find preload inject ruby-ext man debian \
+	scripts/mwrap scripts/mwrap-attach scripts/mwrap-report scripts/lib \
 	-type f ! -name '*.o' ! -name '*.d' ! -name '*.so' ! -name '*.so.*' \
 	! -name mwrap-inject 2>/dev/null)
 $(DEB_FILE): $(DEB_SOURCES)
