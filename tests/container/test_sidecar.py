@@ -35,8 +35,9 @@ def image():
 
 
 @pytest.fixture
-def pod(image, spawn):
-    """The service in its container: (its Proc, its pid in its own pid
+def pod(image, spawn, request):
+    """The service in its container, as root or as the uid its
+    parametrization names: (its Proc, its pid in its own pid
     namespace, its host pid, its leak line, run_sidecar).  run_sidecar
     starts the sidecar image with ARGS as its command, in the service's
     pid namespace (with PRIVILEGES: by default SYS_PTRACE and the
@@ -45,10 +46,11 @@ def pod(image, spawn):
     tag = f"mwrap-sidecar-{os.getpid()}-{time.monotonic_ns()}"
     names = [f"{tag}-app"]
     sidecars = []
+    uid = getattr(request, "param", 0)
     # the service has no capability added: the sidecar is the tracer
     t = spawn(["podman", "run", "--rm", "-i", "--name", names[0],
-               *machine_options(), "-v", f"{ROOT}:/mwrap:ro", image,
-               "ruby", LEAK_RB])
+               "--user", f"{uid}:{uid}", *machine_options(),
+               "-v", f"{ROOT}:/mwrap:ro", image, "ruby", LEAK_RB])
     ready = t.expect("ready", timeout=60)
     nspid = int(ready.split()[1])
     line = int(ready.split("leak_line=")[1].split()[0])
@@ -122,12 +124,18 @@ def staged_library(pid):
     return paths.pop()
 
 
-@pytest.mark.parametrize("fmt,how", [
-    ("json", "vouched"), ("text", "vouched"), ("json", "read")])
-def test_sidecar_window_names_the_leak(pod, fmt, how):
+NOBODY = 65534
+
+
+@pytest.mark.parametrize("pod,fmt,how", [
+    (0, "json", "vouched"), (NOBODY, "text", "vouched"), (0, "json", "read")],
+    indirect=["pod"], ids=["json-vouched", "text-vouched-nobody",
+                           "json-read"])
+def test_sidecar_window_names_the_leak(pod, fmt, how, request):
     """What a user types in the sidecar: the report's first site is the
-    service's leak line, with its bytes; the service runs on after the
-    detach, untraced.  The service's filter is judged by probing the
+    service's leak line, with its bytes; the service (root, or nobody as
+    a Kubernetes pod with runAsUser runs it) runs on after the detach,
+    untraced.  The service's filter is judged by probing the
     sidecar's own, vouched for as the same profile (--same-seccomp: what
     kubectl debug --profile=general allows), or read (a privileged
     sidecar, kubectl debug --profile=sysadmin: no filter of its own,
@@ -165,6 +173,9 @@ def test_sidecar_window_names_the_leak(pod, fmt, how):
     assert lib.startswith("/tmp/mwrap-lib.") and \
         lib.endswith("/libmwrap.so"), lib
     assert os.path.isfile(f"/proc/{pid}/root{lib}")
+    # ... handed to the service's user, whose process removes it at exit
+    assert os.stat(f"/proc/{pid}/root{os.path.dirname(lib)}").st_uid == \
+        request.node.callspec.params["pod"]
     assert not is_attached(pid)
     with open(f"/proc/{pid}/status") as f:
         assert "TracerPid:\t0\n" in f.read()
