@@ -41,21 +41,12 @@ def pod(image, spawn, request):
     namespace, its host pid, its leak line, run_sidecar).  run_sidecar
     starts the sidecar image with ARGS as its command, in the service's
     pid namespace (with PRIVILEGES: by default SYS_PTRACE and the
-    default seccomp profile), and returns its Popen.  Every container goes at
-    teardown, whatever happened."""
+    default seccomp profile), and returns its Popen.  Every container
+    goes at teardown, whatever happened, from the service's start on."""
     tag = f"mwrap-sidecar-{os.getpid()}-{time.monotonic_ns()}"
     names = [f"{tag}-app"]
     sidecars = []
     uid = getattr(request, "param", 0)
-    # the service has no capability added: the sidecar is the tracer
-    t = spawn(["podman", "run", "--rm", "-i", "--name", names[0],
-               "--user", f"{uid}:{uid}", *machine_options(),
-               "-v", f"{ROOT}:/mwrap:ro", image, "ruby", LEAK_RB])
-    ready = t.expect("ready", timeout=60)
-    nspid = int(ready.split()[1])
-    line = int(ready.split("leak_line=")[1].split()[0])
-    pid = int(run(["podman", "inspect", "--format", "{{.State.Pid}}",
-                   names[0]]).stdout.strip())
 
     def run_sidecar(*args, privileges=("--cap-add=SYS_PTRACE",)):
         name = f"{tag}-sc{len(sidecars)}"
@@ -68,6 +59,15 @@ def pod(image, spawn, request):
         sidecars.append(p)
         return p
     try:
+        # the service has no capability added: the sidecar is the tracer
+        t = spawn(["podman", "run", "--rm", "-i", "--name", names[0],
+                   "--user", f"{uid}:{uid}", *machine_options(),
+                   "-v", f"{ROOT}:/mwrap:ro", image, "ruby", LEAK_RB])
+        ready = t.expect("ready", timeout=60)
+        nspid = int(ready.split()[1])
+        line = int(ready.split("leak_line=")[1].split()[0])
+        pid = int(run(["podman", "inspect", "--format", "{{.State.Pid}}",
+                       names[0]]).stdout.strip())
         yield t, nspid, pid, line, run_sidecar
     finally:
         for p in sidecars:
