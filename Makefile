@@ -48,7 +48,8 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 
 .PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
 	install-product gem deb packages test-packages help \
-	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails test-speedscope
+	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails \
+	test-speedscope sidecar test-sidecar
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -71,6 +72,8 @@ help:
 	@echo "make gem        build/pkg/mwrap-attach-VERSION.gem (gem install builds it)"
 	@echo "make deb        build/pkg/mwrap-attach_VERSION_amd64.deb (dpkg-buildpackage on a copy of the tree)"
 	@echo "make test-packages  both, installed in fresh minimal Debian 12 and 13 roots, attach to Ruby"
+	@echo "make sidecar    the debug-sidecar image localhost/mwrap-attach-sidecar:VERSION (the .deb, podman)"
+	@echo "make test-sidecar   the sidecar image attaches to a Ruby service in another podman container"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
 	@echo "make clean      remove build outputs"
 
@@ -362,6 +365,31 @@ deb:
 	mv $(PKG)/deb/mwrap-attach_$(VERSION)_*.deb $(PKG)/
 
 packages: gem deb
+
+# The .deb again only when a file it is made of changed (make deb always
+# builds it anew): what make sidecar installs.
+DEB_FILE = $(PKG)/mwrap-attach_$(VERSION)_amd64.deb
+DEB_SOURCES = VERSION Makefile $(shell find preload inject ruby-ext man debian \
+	scripts/mwrap scripts/mwrap-attach scripts/mwrap-report scripts/lib \
+	-type f ! -name '*.o' ! -name '*.d' ! -name '*.so' ! -name '*.so.*' \
+	! -name mwrap-inject 2>/dev/null)
+$(DEB_FILE): $(DEB_SOURCES)
+	@$(MAKE) --no-print-directory deb
+
+# The debug-sidecar image (docs/sidecar.md): the .deb installed in a
+# minimal Debian root (scripts/debian-root sidecar-SUITE, cached),
+# imported into podman; made again only when the .deb or its recipe
+# changed.
+sidecar: $(DEB_FILE)
+	timeout 1800 scripts/sidecar-image $(DEB_FILE)
+
+# It attaches from beside a Ruby service's container (tests/container's
+# app image), as kubectl debug --target does.
+test-sidecar:
+	@scripts/install-deps container packages
+	@$(MAKE) --no-print-directory sidecar
+	MWRAP_TEST_SIDECAR=$$(scripts/sidecar-image $(DEB_FILE)) \
+		$(PYTEST) -q tests/container/test_sidecar.py
 
 # The gem and the .deb installed in fresh minimal roots (scripts/debian-root
 # gem-bookworm, gem-trixie, deb-bookworm: built first, once, then cached),

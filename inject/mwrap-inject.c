@@ -48,7 +48,10 @@ static void usage(FILE *f)
 "mwrap-inject --check-seccomp -p PID: what PID's seccomp filter does with\n"
 "each syscall an attach makes, one line each; exit 0 safe, 10 refuse (a\n"
 "call would kill it, or a required one is denied), 11 cannot be shown\n"
-"safe.  mwrap-inject --list-syscalls: those syscalls.\n"
+"safe.  Where the filter cannot be read, it is probed in a child of ours\n"
+"if it is ours: the target is in our container, or, with --same-seccomp,\n"
+"the caller knows it runs under our profile (a debug sidecar).\n"
+"mwrap-inject --list-syscalls: those syscalls.\n"
 "mwrap-inject --exit-codes: NAME NUMBER MEANING of each exit code.\n"
 "mwrap-inject --vector-victim: the gdb probe's victim (vecvictim.h).\n");
 }
@@ -96,6 +99,7 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "check-seccomp", no_argument, NULL, 'S' },
+		{ "same-seccomp", no_argument, NULL, 's' },
 		{ "list-syscalls", no_argument, NULL, 'L' },
 		{ "exit-codes", no_argument, NULL, 'E' },
 		{ "vector-victim", no_argument, NULL, 'V' },
@@ -104,7 +108,7 @@ int main(int argc, char **argv)
 	static char libpath[PATH_MAX];
 	struct mwi_request rq = { .timeout = 10 };
 	struct mwi_failure why;
-	int c, ret, result, check_seccomp = 0;
+	int c, ret, result, check_seccomp = 0, same_seccomp = 0;
 	long pid = 0;
 	char *end;
 
@@ -140,6 +144,9 @@ int main(int argc, char **argv)
 		case 'S':
 			check_seccomp = 1;
 			break;
+		case 's':
+			same_seccomp = 1;
+			break;
 		case 'V':
 			return mwi_vector_victim();
 		case 'L':
@@ -153,7 +160,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (check_seccomp && pid && optind == argc) {
-		ret = mwi_sc_check((pid_t)pid, stdout, rq.verbose);
+		ret = mwi_sc_check((pid_t)pid, stdout, rq.verbose,
+				   same_seccomp);
 		if (ret < 0)
 			return fail(ret == -ENOENT || ret == -ESRCH ?
 				    EX_NOPROC : EX_PERM, "seccomp",

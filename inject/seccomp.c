@@ -12,7 +12,10 @@
  *    a target in our own container with as many filters as we have
  *    runs under the chain the runtime gave us both, so each syscall is
  *    made in a child of ours, harmlessly (scprobe.c), and what happens
- *    to the child is what would happen to the target.
+ *    to the child is what would happen to the target.  A debug sidecar
+ *    (another container sharing the target's pid namespace) cannot
+ *    show that its chain is the target's: the caller vouches for it
+ *    (mwrap-attach --same-seccomp), and only the count is checked.
  */
 #define _GNU_SOURCE
 #include "seccomp.h"
@@ -96,6 +99,24 @@ static int same_link(const char *a, const char *b)
 	ssize_t nb = readlink(b, lb, sizeof(lb) - 1);
 
 	return na > 0 && na == nb && !memcmp(la, lb, (size_t)na);
+}
+
+/* 1 when process @pid is in our namespace of type @ns ("pid", "mnt"). */
+static int same_ns(pid_t pid, const char *ns)
+{
+	char mine[32], its[64];
+
+	snprintf(mine, sizeof(mine), "/proc/self/ns/%s", ns);
+	snprintf(its, sizeof(its), "/proc/%d/ns/%s", (int)pid, ns);
+	return same_link(mine, its);
+}
+
+/* 1 when process @pid is in our container: the same pid and mount
+ * namespaces, so that its filters and ours came from one runtime's
+ * chain (each filter added since shows in the count). */
+static int same_container(pid_t pid)
+{
+	return same_ns(pid, "pid") && same_ns(pid, "mnt");
 }
 
 /* --- reading the filter -------------------------------------------------- */
@@ -238,7 +259,7 @@ static const char *effect(const struct mwi_sc_result *r,
 	return call->effect;
 }
 
-int mwi_sc_check(pid_t pid, FILE *out, int verbose)
+int mwi_sc_check(pid_t pid, FILE *out, int verbose, int same_as_ours)
 {
 	static struct mwi_sc_result res[MAX_CALLS], other[MAX_CALLS];
 	char path[64], word[32];
@@ -246,7 +267,7 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose)
 	struct chain first, c;
 	pid_t tids[1024];
 	int mode, filters, my_mode, my_filters, ntids, i, ret, refuse = 0,
-	    degraded = 0, unknown = 0, bad_i = 0;
+	    degraded = 0, unknown = 0, bad_i = 0, ours;
 	const struct mwi_sc_call *call;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
@@ -323,28 +344,32 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose)
 		if (verbose)
 			fprintf(out, "# PTRACE_SECCOMP_GET_FILTER: %s\n",
 				strerror(-ret));
-		/* 2. the same chain as ours: probe ours in a child */
+		/* 2. the same chain as ours (our container's, or vouched
+		 * for): probe ours in a child */
 		ret = seccomp_status("/proc/self/status", &my_mode,
 				     &my_filters);
-		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-		if (!ret && my_mode == 2 && my_filters == filters &&
-		    filters > 0 && same_link("/proc/self/ns/pid", path) &&
-		    (snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid),
-		     same_link("/proc/self/ns/mnt", path))) {
-			ret = mwi_sc_probe_all(res);
-			if (ret) {
-				fprintf(out, "verdict unknown probe: probing "
-					"failed: %s\n", strerror(-ret));
-				return 2;
-			}
+		ours = !ret && my_mode == 2 && my_filters == filters &&
+		       filters > 0;
+		if (ours && same_container(pid)) {
 			source = "probed";
+		} else if (ours && same_as_ours) {
+			source = "vouched";
 		} else {
 			fprintf(out, "verdict unknown unreadable: the filter "
 				"cannot be read (%s) and is not shown to be "
-				"ours (we have %d filters, it has %d)\n",
+				"ours (we have %d filters, it has %d%s)\n",
 				geteuid() ? "not root" : "we run under a "
 				"filter, or lack CAP_SYS_ADMIN",
-				my_mode == 2 ? my_filters : 0, filters);
+				my_mode == 2 ? my_filters : 0, filters,
+				same_ns(pid, "pid") && !same_ns(pid, "mnt") ?
+				"; we share its pid namespace, not its "
+				"mount namespace: a sidecar" : "");
+			return 2;
+		}
+		ret = mwi_sc_probe_all(res);
+		if (ret) {
+			fprintf(out, "verdict unknown probe: probing "
+				"failed: %s\n", strerror(-ret));
 			return 2;
 		}
 	}

@@ -6,11 +6,9 @@ inside (podman exec) and from the host (by the host pid); and one whose
 profile kills on a syscall the attach makes, refused both ways.
 
 What this machine needs from podman (another runtime than the default,
-ulimits it may set) is found out here, never in the product."""
+ulimits it may set) is found out in runtime.py, never in the product."""
 import json
 import os
-import resource
-import shutil
 import subprocess
 import time
 
@@ -18,6 +16,7 @@ import pytest
 
 from conftest import ROOT, attach, helper_answered, is_attached, \
     parse_json_dump, run
+from runtime import app_image, machine_options
 
 pytestmark = [
     pytest.mark.skipif(os.environ.get("MWRAP_TEST_CONTAINER") != "1",
@@ -28,37 +27,9 @@ LEAK_RB = "/mwrap/tests/targets/leak.rb"
 KILLED = "inotify_init1"        # made by the helper, never by Ruby
 
 
-def has_cap(bit):
-    with open("/proc/self/status") as f:
-        caps = next(l for l in f if l.startswith("CapEff:"))
-    return int(caps.split()[1], 16) >> bit & 1
-
-
-def machine_options():
-    """podman run options this machine needs: the runtime there is (crun
-    is podman's default, runc may be all there is), and ulimits within
-    our hard limits when we cannot raise them (no CAP_SYS_RESOURCE:
-    podman's default nofile is above them)."""
-    opts = []
-    if not shutil.which("crun") and shutil.which("runc"):
-        opts += ["--runtime", "runc"]
-    if not has_cap(24):
-        for name, res in (("nofile", resource.RLIMIT_NOFILE),
-                          ("nproc", resource.RLIMIT_NPROC)):
-            hard = resource.getrlimit(res)[1]
-            if hard != resource.RLIM_INFINITY:
-                hard = min(hard, 32768) if name == "nproc" else hard
-                opts += ["--ulimit", f"{name}={hard}:{hard}"]
-    return opts
-
-
 @pytest.fixture(scope="module")
 def image():
-    if not shutil.which("podman"):
-        pytest.skip("podman missing: scripts/install-deps container")
-    p = run([os.path.join(ROOT, "tests", "container", "image")], timeout=900)
-    assert p.returncode == 0, p.stderr
-    return p.stdout.strip()
+    return app_image()
 
 
 @pytest.fixture

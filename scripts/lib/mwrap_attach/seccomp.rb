@@ -17,11 +17,14 @@ module MwrapAttach
     # probes the filter), not from its presence: refuses a filter that would
     # kill the target on one of them, or denies one the attach needs, or
     # that cannot be shown safe; a feature whose syscall is denied is
-    # dropped with a warning.  Nothing runs in the target.
+    # dropped with a warning.  Nothing runs in the target.  From a debug
+    # sidecar the filter can be neither read nor shown to be ours: the
+    # user vouches that it is (o[:same_seccomp]), and ours is probed.
     def self.check(pid, st, o)
       return if st["Seccomp"].to_i.zero? || %i[stats detach].include?(o[:action])
 
-      out = IO.popen([Injector.path, "--check-seccomp", "-p", pid.to_s, *(o[:verbose] ? ["-v"] : [])],
+      out = IO.popen([Injector.path, "--check-seccomp", "-p", pid.to_s, *(o[:verbose] ? ["-v"] : []),
+                      *(o[:same_seccomp] ? ["--same-seccomp"] : [])],
                      err: %i[child out], &:read)
       warn out if o[:verbose]
       calls = out.lines.filter_map do |l|
@@ -78,8 +81,28 @@ module MwrapAttach
 
       why = out[/^verdict unknown \S+: (.*)$/, 1]
       fail!(EXIT[:seccomp], "process #{pid} runs under a seccomp filter that cannot be shown safe: #{why}",
-            "run mwrap-attach as root on the host, where the filter can be read, or inside the " \
-            "target's container (docker exec), where it runs under the same filter")
+            unknown_fix(why, o))
+    end
+
+    # What to do about a filter that could not be judged.  From a sidecar
+    # (sharing the target's pid namespace, not its files): vouch for a
+    # chain as long as ours (--same-seccomp), or read the filter from a
+    # container without one and with CAP_SYS_ADMIN.
+    def self.unknown_fix(why, o)
+      readable = "kubectl debug --profile=sysadmin, podman run --privileged: there the filter can be read"
+      unless why.to_s.end_with?("a sidecar)")
+        return "run mwrap-attach as root on the host, where the filter can be read, or inside the " \
+               "target's container (docker exec), where it runs under the same filter"
+      end
+      ours, its = why.match(/we have (\d+) filters, it has (\d+)/)&.captures&.map(&:to_i)
+      if ours != its || ours.to_i.zero?
+        return "this container's seccomp chain is not the target's (#{ours} filters, #{its} there): give it " \
+               "the target's profile#{o[:same_seccomp] ? '' : ' and add --same-seccomp'}, or run it " \
+               "without a filter and with CAP_SYS_ADMIN (#{readable})"
+      end
+      "if this container runs under the same seccomp profile as the target's (both the runtime's " \
+        "default: kubectl debug --target, podman run --pid=container:APP), add --same-seccomp; " \
+        "else run it without a filter and with CAP_SYS_ADMIN (#{readable})"
     end
   end
 end
