@@ -33,5 +33,6 @@ Gem::Specification.new do |s|
   s.bindir = "gem/bin"
   s.executables = %w[mwrap-attach mwrap mwrap-report]
   s.extensions = ["gem/extconf.rb"]
-  s.require_paths = ["ruby-ext/lib"]
+  # mwrap.rb, and mwrap_ext.so where the install builds it (gem/extconf.rb)
+  s.require_paths = ["ruby-ext/lib", "build/ruby"]
 end
