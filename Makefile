@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# mwrap-attach — see README.  `make help` lists the targets.
+# mwrap-attach — see README and docs/.  `make help` lists the targets.
 CC ?= gcc
 CFLAGS ?= -O2 -g
 # CPPFLAGS and LDFLAGS (Debian's hardening flags) reach the product's

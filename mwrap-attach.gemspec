@@ -22,7 +22,7 @@ Gem::Specification.new do |s|
   s.license = "MIT"
   s.required_ruby_version = ">= 3.1"
   s.files = Dir.chdir(__dir__) do
-    Dir["{VERSION,Makefile,README,LICENSE*,mwrap-attach.gemspec}",
+    Dir["{VERSION,Makefile,README,LICENSE*,mwrap-attach.gemspec}", "docs/*.md",
         "{preload,inject}/**/*.{c,h,S,py}",
         "ruby-ext/**/*.{c,h,rb}",
         "scripts/{mwrap,mwrap-attach,mwrap-report}",
