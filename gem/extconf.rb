@@ -62,9 +62,10 @@ end
 
 # The Makefile RubyGems runs: clean, all, install.  Warnings are not
 # errors in a user's build (a newer compiler's new warning must not stop
-# an install); the objects in build/ go once the product is made, the
-# product (PRODUCT_DIRS, the Makefile's LIBMWRAP, INJECTOR and RUBY_EXT)
-# stays.
+# an install).  The objects in build/ go once the product is made, and
+# clean removes only them: the product (PRODUCT_DIRS, the Makefile's
+# LIBMWRAP, INJECTOR and RUBY_EXT) stays, since RubyGems 3.5 runs clean
+# after install too.
 PRODUCT_DIRS = %w[lib bin ruby].freeze
 top = Shellwords.escape(TOP)
 keep = PRODUCT_DIRS.map { |d| "! -name #{d}" }.join(" ")
@@ -74,7 +75,7 @@ File.write("Makefile", <<~MAKE)
   all:
   \t$(MAKE) -C #{top} product WERROR= RUBY=#{ruby}
   install: all
-  \tfind #{top}/build -mindepth 1 -maxdepth 1 #{keep} -exec rm -rf {} +
+  \t$(MAKE) clean
   clean:
-  \trm -rf #{top}/build
+  \t[ ! -d #{top}/build ] || find #{top}/build -mindepth 1 -maxdepth 1 #{keep} -exec rm -rf {} +
 MAKE
