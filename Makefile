@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# mwrap-attach — see README.  `make help` lists the targets.
+# mwrap-attach — see README and docs/.  `make help` lists the targets.
 CC ?= gcc
 CFLAGS ?= -O2 -g
 # CPPFLAGS and LDFLAGS (Debian's hardening flags) reach the product's
@@ -35,6 +35,14 @@ LIB_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden 
 # straight through on the same thread.
 URCU_LIBS = -lurcu-cds -lurcu-bp
 
+# What `make` produces, each in one place under build/ (the front end,
+# the tests and the packages find them there: scripts/lib/mwrap_attach/
+# paths.rb, tests/conftest.py, gem/extconf.rb): the library with its
+# liburcu copies, the injector, the Ruby extension.
+LIBMWRAP = build/lib/libmwrap.so
+INJECTOR = build/bin/mwrap-inject
+RUBY_EXT = build/ruby/mwrap_ext.so
+
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/hotsite build/targets/forker \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
@@ -46,18 +54,22 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so \
 	build/targets/slowerror build/targets/libinhandler.so
 
-.PHONY: all build deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
+.PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
 	install-product gem deb packages test-packages help \
 	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails \
 	test-speedscope sidecar test-sidecar
 
-all: deps
+# `make` builds into build/ and installs nothing; `make setup` first
+# installs the Debian packages that are missing (make test, make demo).
+all: build
+
+setup: deps
 	@$(MAKE) --no-print-directory build
 
 help:
-	@echo "make            install missing Debian packages, build everything"
-	@echo "make test       build, then run the C unit tests and the pytest suite"
-	@echo "make demo       run the bundled leaking Ruby service under mwrap-attach"
+	@echo "make            build everything into build/ (installs no package)"
+	@echo "make test       install missing Debian packages, build, run the C unit tests and the pytest suite"
+	@echo "make demo       install missing Debian packages, build, run the bundled leaking Ruby service under mwrap-attach"
 	@echo "make bench      the benchmark: ratios against a baseline (a few minutes)"
 	@echo "make test-safety  the injection safety matrix, every case 20 times"
 	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
@@ -66,6 +78,7 @@ help:
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window"
 	@echo "make test-speedscope  --format=speedscope against speedscope's npm package (its schema, its viewer)"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
+	@echo "make man        rewrite the man pages' EXIT STATUS from scripts/lib/mwrap_attach/exit_codes.rb"
 	@echo "make install    install into \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
 	@echo "make product    build only what is installed; installs no package (WERROR= : warnings not fatal)"
 	@echo "make install-product  make install without installing Debian packages"
@@ -79,6 +92,11 @@ help:
 
 deps:
 	@scripts/install-deps
+
+# The man pages are committed (man -l man/X.1 reads them from the tree);
+# their EXIT STATUS sections are written from the one table of exit codes.
+man:
+	@scripts/man-exit-status
 
 # what building the product alone needs (make install on a server)
 deps-build:
@@ -112,20 +130,21 @@ gotm_flags = $(if $(call gotm_has,noplt,$1),-fno-plt) \
 gotm_exe = $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie) \
 	$(if $(call gotm_has,addr,$1),-DGOTM_TAKE_ADDRESS)
 
-PRODUCT = preload/libmwrap.so inject/mwrap-inject ruby-ext/lib/mwrap_ext.so
+PRODUCT = $(LIBMWRAP) $(INJECTOR) $(RUBY_EXT)
 
 build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) $(GOTM_BINS) build/bench/libcount.so \
 	build/bench/manysites
 
 product: $(PRODUCT)
 
-# The Ruby extension, built with mkmf against Debian's ruby-dev and put
-# next to lib/mwrap.rb, so `ruby -I ruby-ext/lib -rmwrap` finds both.
-ruby-ext/lib/mwrap_ext.so: ruby-ext/ext/mwrap_ext/mwrap_ext.c \
+# The Ruby extension, built with mkmf against Debian's ruby-dev:
+# `ruby -I ruby-ext/lib -I build/ruby -rmwrap` finds mwrap.rb and it.
+$(RUBY_EXT): ruby-ext/ext/mwrap_ext/mwrap_ext.c \
 		ruby-ext/ext/mwrap_ext/extconf.rb preload/mwrap.h VERSION
 	@mkdir -p build/ruby-ext
 	cd build/ruby-ext && $(RUBY) $(CURDIR)/ruby-ext/ext/mwrap_ext/extconf.rb >/dev/null && \
 		$(MAKE) --no-print-directory V=0 >/dev/null
+	@mkdir -p $(@D)
 	cp build/ruby-ext/mwrap_ext.so $@
 
 build/bench/libcount.so: bench/count/count.c
@@ -144,18 +163,20 @@ build/preload/%.o: preload/%.c
 	@mkdir -p $(@D)
 	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 
-preload/libmwrap.so: $(LIB_OBJS)
+$(LIBMWRAP): $(LIB_OBJS)
+	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -o $@ $(LIB_OBJS) $(URCU_LIBS) \
 		-Wl,-soname,libmwrap.so -Wl,-rpath,'$$ORIGIN' \
 		-Wl,-z,nodelete -Wl,-z,now \
 		-Wl,-z,relro -Wl,--no-undefined -lpthread -ldl
 	@ldd $@ | awk '/liburcu/ {print $$1, $$3}' | while read so path; do \
-		[ "$$path" -ef "preload/$$so" ] || cp -L "$$path" "preload/$$so"; \
+		[ "$$path" -ef "$(@D)/$$so" ] || cp -L "$$path" "$(@D)/$$so"; \
 	done
 
 # gdb_script.S embeds inject/gdb/attach.py (.incbin, a path from here)
-inject/mwrap-inject: $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h \
+$(INJECTOR): $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h \
 		inject/gdb/attach.py
+	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -std=gnu11 -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c
@@ -248,15 +269,15 @@ build/tests/test_maps: tests/c/test_maps.c inject/maps.c inject/maps.h \
 	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< -ldl
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
-check-hooks: preload/libmwrap.so
-	@scripts/check-imports preload/libmwrap.so
+check-hooks: $(LIBMWRAP)
+	@scripts/check-imports $(LIBMWRAP)
 
 # preload/'s includes only go down its layers, with no cycle; core/ and
 # hook/ objects import only what their allowlists name.
-check-layers: preload/libmwrap.so
+check-layers: $(LIBMWRAP)
 	@scripts/check-layers
 
-test: all
+test: setup
 	@$(MAKE) --no-print-directory test-c check-hooks check-layers test-py
 
 test-c: $(C_TESTS)
@@ -276,12 +297,12 @@ test-ruby34:
 
 # Containers as a runtime runs them: podman from Debian, an image made
 # from a cached debootstrap root (tests/container/image), no registry.
-test-container: all
+test-container: setup
 	@scripts/install-deps container
 	MWRAP_TEST_CONTAINER=1 $(PYTEST) -q tests/container
 
 # Debian's Rails under a Puma cluster with keep-alive load (issue 26).
-test-rails: all
+test-rails: setup
 	@scripts/install-deps rails
 	MWRAP_TEST_RAILS=1 $(PYTEST) -q -s tests/rails
 
@@ -296,13 +317,13 @@ fuzz: deps
 	@scripts/fuzz
 
 # Every case of tests/safety 20 times (make test runs each twice).
-test-safety: all
+test-safety: setup
 	MWRAP_SAFETY_REPEAT=20 $(PYTEST) -q tests/safety
 
-demo: all
+demo: setup
 	@scripts/demo
 
-bench: all
+bench: setup
 	@bench/run
 
 # Only the build's packages: a server gets no test tools (chromium, clang).
@@ -318,10 +339,10 @@ install-product: product
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/mwrap-attach \
 		$(DESTDIR)$(PREFIX)/share/mwrap-attach/lib/mwrap_attach \
 		$(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0644 preload/libmwrap.so $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
-	install -m 0644 $$(ldd preload/libmwrap.so | awk '/liburcu/ {print $$3}') \
+	install -m 0644 $(LIBMWRAP) $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0644 $$(ldd $(LIBMWRAP) | awk '/liburcu/ {print $$3}') \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
-	install -m 0755 inject/mwrap-inject $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	install -m 0755 $(INJECTOR) $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
 	install -m 0644 VERSION $(DESTDIR)$(PREFIX)/share/mwrap-attach/
 	install -m 0755 scripts/mwrap-attach scripts/mwrap-report \
 		$(DESTDIR)$(PREFIX)/share/mwrap-attach/
@@ -331,12 +352,12 @@ install-product: product
 	install -m 0755 scripts/mwrap $(DESTDIR)$(PREFIX)/bin/
 	ln -sf ../share/mwrap-attach/mwrap-attach $(DESTDIR)$(PREFIX)/bin/mwrap-attach
 	ln -sf ../share/mwrap-attach/mwrap-report $(DESTDIR)$(PREFIX)/bin/mwrap-report
-	install -m 0644 man/mwrap-attach.1 man/mwrap.1 man/mwrap-report.1 \
+	install -m 0644 man/mwrap-attach.1 man/mwrap.1 man/mwrap-report.1 man/mwrap-inject.1 \
 		$(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(RUBY_SITELIB) $(DESTDIR)$(RUBY_SITEARCH)
 	install -m 0644 ruby-ext/lib/mwrap.rb ruby-ext/lib/mwrap_rack.rb \
 		$(DESTDIR)$(RUBY_SITELIB)/
-	install -m 0644 ruby-ext/lib/mwrap_ext.so $(DESTDIR)$(RUBY_SITEARCH)/
+	install -m 0644 $(RUBY_EXT) $(DESTDIR)$(RUBY_SITEARCH)/
 	@# the layout before the FHS one: the Ruby libraries in bin/lib/
 	rm -rf $(DESTDIR)$(PREFIX)/bin/lib/mwrap_*.rb $(DESTDIR)$(PREFIX)/bin/lib/mwrap_attach \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/VERSION
@@ -359,7 +380,7 @@ deb:
 	rm -rf $(PKG)/deb $(PKG)/mwrap-attach_*.deb
 	mkdir -p $(PKG)/deb/mwrap-attach-$(VERSION)
 	tar --exclude=./build --exclude=./.git --exclude='*.o' --exclude='*.so' \
-		--exclude=./inject/mwrap-inject -cf - . | \
+		-cf - . | \
 		tar -xf - -C $(PKG)/deb/mwrap-attach-$(VERSION)
 	cd $(PKG)/deb/mwrap-attach-$(VERSION) && dpkg-buildpackage -us -uc -b
 	mv $(PKG)/deb/mwrap-attach_$(VERSION)_*.deb $(PKG)/
@@ -401,7 +422,9 @@ test-packages:
 		timeout 1800 scripts/debian-root $$r true || exit 1; done
 	MWRAP_TEST_PACKAGES=1 $(PYTEST) -q tests/packages
 
+# (and the products where they were made before build/)
 clean:
-	rm -rf build preload/libmwrap.so preload/liburcu* inject/mwrap-inject
+	rm -rf build preload/libmwrap.so preload/liburcu* inject/mwrap-inject \
+		ruby-ext/lib/mwrap_ext.so
 
 -include $(LIB_OBJS:.o=.d)

@@ -22,7 +22,7 @@ Gem::Specification.new do |s|
   s.license = "MIT"
   s.required_ruby_version = ">= 3.1"
   s.files = Dir.chdir(__dir__) do
-    Dir["{VERSION,Makefile,README,LICENSE*,mwrap-attach.gemspec}",
+    Dir["{VERSION,Makefile,README,LICENSE*,mwrap-attach.gemspec}", "docs/*.md",
         "{preload,inject}/**/*.{c,h,S,py}",
         "ruby-ext/**/*.{c,h,rb}",
         "scripts/{mwrap,mwrap-attach,mwrap-report}",
@@ -33,5 +33,6 @@ Gem::Specification.new do |s|
   s.bindir = "gem/bin"
   s.executables = %w[mwrap-attach mwrap mwrap-report]
   s.extensions = ["gem/extconf.rb"]
-  s.require_paths = ["ruby-ext/lib"]
+  # mwrap.rb, and mwrap_ext.so where the install builds it (gem/extconf.rb)
+  s.require_paths = ["ruby-ext/lib", "build/ruby"]
 end

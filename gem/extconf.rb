@@ -7,8 +7,9 @@
 # mwrap-inject and the Ruby extension with the project's own Makefile
 # (its `product` target, which installs no package) for the Ruby that
 # runs the install.  They stay where that Makefile puts them in the
-# gem's directory, where the front end looks (scripts/lib/mwrap_attach/
-# paths.rb), and on the gem's require path (ruby-ext/lib: mwrap_ext.so).
+# gem's directory, build/lib, build/bin and build/ruby, where the front
+# end looks (scripts/lib/mwrap_attach/paths.rb); build/ruby (mwrap_ext.so)
+# is on the gem's require path beside ruby-ext/lib (mwrap.rb).
 require "rbconfig"
 require "shellwords"
 require "tmpdir"
@@ -61,15 +62,20 @@ end
 
 # The Makefile RubyGems runs: clean, all, install.  Warnings are not
 # errors in a user's build (a newer compiler's new warning must not stop
-# an install); the objects in build/ go once the product is made.
+# an install).  The objects in build/ go once the product is made, and
+# clean removes only them: the product (PRODUCT_DIRS, the Makefile's
+# LIBMWRAP, INJECTOR and RUBY_EXT) stays, since RubyGems 3.5 runs clean
+# after install too.
+PRODUCT_DIRS = %w[lib bin ruby].freeze
 top = Shellwords.escape(TOP)
+keep = PRODUCT_DIRS.map { |d| "! -name #{d}" }.join(" ")
 ruby = Shellwords.escape(RbConfig.ruby)
 File.write("Makefile", <<~MAKE)
   # written by gem/extconf.rb
   all:
   \t$(MAKE) -C #{top} product WERROR= RUBY=#{ruby}
   install: all
-  \trm -rf #{top}/build
+  \t$(MAKE) clean
   clean:
-  \trm -rf #{top}/build
+  \t[ ! -d #{top}/build ] || find #{top}/build -mindepth 1 -maxdepth 1 #{keep} -exec rm -rf {} +
 MAKE

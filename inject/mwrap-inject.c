@@ -39,21 +39,22 @@ static void usage(FILE *f)
 "int FUNCTION(const char *STRING-ARG) in one of its threads.  Prints\n"
 "result=N.\n"
 "\n"
-"exit codes: 0 done, 2 usage, 3 no such process, 4 ptrace refused,\n"
-"5 no safe point in time, 6 dlopen failed, 7 FUNCTION not found,\n"
-"8 target exited meanwhile, 9 the target faulted in the call\n"
-"\n"
 "--backend=gdb makes the same call through gdb -p PID -batch.\n"
 "\n"
 "mwrap-inject --check-seccomp -p PID: what PID's seccomp filter does with\n"
-"each syscall an attach makes, one line each; exit 0 safe, 10 refuse (a\n"
-"call would kill it, or a required one is denied), 11 cannot be shown\n"
-"safe.  Where the filter cannot be read, it is probed in a child of ours\n"
-"if it is ours: the target is in our container, or, with --same-seccomp,\n"
-"the caller knows it runs under our profile (a debug sidecar).\n"
+"each syscall an attach makes, one line each, and the verdict as its exit\n"
+"code (refuse: a call would kill it, or a required one is denied).  Where\n"
+"the filter cannot be read, it is probed in a child of ours if it is ours:\n"
+"the target is in our container, or, with --same-seccomp, the caller knows\n"
+"it runs under our profile (a debug sidecar).\n"
 "mwrap-inject --list-syscalls: those syscalls.\n"
 "mwrap-inject --exit-codes: NAME NUMBER MEANING of each exit code.\n"
-"mwrap-inject --vector-victim: the gdb probe's victim (vecvictim.h).\n");
+"mwrap-inject --vector-victim: the gdb probe's victim (vecvictim.h).\n"
+"\n"
+"exit codes:\n");
+#define MWI_EXIT_HELP(name, n, what) fprintf(f, "  %3d  %s\n", n, what);
+	MWI_EXIT_CODES(MWI_EXIT_HELP)
+#undef MWI_EXIT_HELP
 }
 
 /* "NAME N what" per exit code: the front end's only source of them */

@@ -12,7 +12,13 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIB = os.path.join(ROOT, "preload", "libmwrap.so")
+# where `make` leaves its products (the Makefile's LIBMWRAP, INJECTOR,
+# RUBY_EXT)
+LIB = os.path.join(ROOT, "build", "lib", "libmwrap.so")
+# the Mwrap Ruby API: mwrap.rb in the tree, mwrap_ext.so built
+RUBY_API_DIRS = [os.path.join(ROOT, "ruby-ext", "lib"), os.path.join(ROOT, "build", "ruby")]
+RUBY_API_I = [arg for d in RUBY_API_DIRS for arg in ("-I", d)]   # ruby's options
+RUBY_API_PATH = ":".join(RUBY_API_DIRS)                            # RUBYLIB
 MWRAP = os.path.join(ROOT, "scripts", "mwrap")
 TARGETS = os.path.join(ROOT, "build", "targets")
 TIMEOUT = 60
@@ -66,7 +72,7 @@ def tmp(tmp_path):
 
 
 ATTACH = os.path.join(ROOT, "scripts", "mwrap-attach")
-INJECT = os.path.join(ROOT, "inject", "mwrap-inject")
+INJECT = os.path.join(ROOT, "build", "bin", "mwrap-inject")
 
 
 class Proc:

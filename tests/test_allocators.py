@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import (LEAK_RB, MWRAP, TARGETS, attach, parse_dump,
+from conftest import (LEAK_RB, LIB, MWRAP, TARGETS, attach, parse_dump,
                       parse_json_dump, ptrace_allowed, run,
                       start_ready)
 
@@ -143,9 +143,8 @@ def test_mwrap_behind_another_allocator_says_so(tmp):
     """A child whose LD_PRELOAD puts jemalloc before libmwrap cannot be
     traced by interposition: it must say so rather than run silently."""
     env = preload_env("jemalloc")
-    lib = os.path.join(os.path.dirname(MWRAP), "..", "preload", "libmwrap.so")
     p = run(["ruby", "-e", "puts 1"],
-            env={"LD_PRELOAD": f"{env['LD_PRELOAD']}:{lib}",
+            env={"LD_PRELOAD": f"{env['LD_PRELOAD']}:{LIB}",
                  "MWRAP": f"dump_path:{tmp / 'x.dump'}"})
     assert p.returncode == 0 and p.stdout == "1\n"
     assert "put libmwrap.so first" in p.stderr

@@ -314,13 +314,13 @@ def test_injector_usage_and_refusals():
 
 def test_target_in_its_own_mount_and_pid_namespace(spawn, tmp):
     """A container-like target: its own pid and mount namespaces, a
-    private /tmp, and our preload/ directory hidden, so the library (and
+    private /tmp, and our build/lib/ directory hidden, so the library (and
     liburcu beside it) must be copied into the target's /tmp and the
     control files live in its namespace."""
     private = private_tmp(tmp, ("--mount", "--pid", "--fork"),
                           "private-tmp")
-    # preload/ first: the repository itself may live under /tmp
-    script = (f"mount -t tmpfs none {ROOT}/preload && "
+    # build/lib/ first: the repository itself may live under /tmp
+    script = (f"mount -t tmpfs none {ROOT}/build/lib && "
               f"mount --bind {private} /tmp && exec ruby /tmp/leak.rb")
     t = spawn(["unshare", "--mount", "--pid", "--fork",
                "--propagation", "private", "sh", "-c", script])

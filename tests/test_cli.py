@@ -116,12 +116,13 @@ def test_a_report_that_cannot_go_to_stdout_says_so(spawn):
 
 
 def test_the_io_exit_code_is_documented():
+    """(the table's agreement with --help and the man page:
+    tests/test_exit_codes.py)"""
+    assert IO_EXIT == 15
     help_text = attach(["--help"]).stdout
-    assert "15 the report could not be written" in help_text
-    with open(os.path.join(ROOT, "README")) as f:
-        assert re.search(r"\b15  report not written", f.read())
+    assert "\n   15  the report could not be written (-o FILE: it went to stdout" in help_text
     with open(os.path.join(ROOT, "man", "mwrap-attach.1")) as f:
-        assert "\n.TP\n15\n" in f.read()
+        assert "\n.TP\n15\nthe report could not be written" in f.read()
 
 
 # --- targets that cannot be attached ----------------------------------------

@@ -191,9 +191,7 @@ def test_one_of_several_exiting_has_its_section_the_others_go_on(spawn):
 
 
 def test_the_exited_exit_code_is_documented():
-    assert "16 the process exited during the window: the report covers" in \
-        attach(["--help"]).stdout.replace("\n", " ")
-    with open(os.path.join(ROOT, "README")) as f:
-        assert re.search(r"\b16  the process exited during the", f.read())
+    assert "16  the process exited during the window: the report covers" in \
+        attach(["--help"]).stdout
     with open(os.path.join(ROOT, "man", "mwrap-attach.1")) as f:
         assert "\n.TP\n16\nthe process exited during the window" in f.read()

@@ -9,7 +9,7 @@ import os
 import re
 import subprocess
 
-from conftest import ATTACH, MWRAP, ROOT
+from conftest import ATTACH, INJECT, MWRAP, ROOT
 
 
 def text_of(page):
@@ -29,9 +29,7 @@ def test_every_mwrap_attach_option_is_in_its_man_page():
     assert {"--children-of", "--keep", "--format"} <= options
     page = text_of("mwrap-attach.1")
     assert [o for o in sorted(options) if o not in page] == []
-    # the exit codes listed in --help, each with its number
-    for code in re.findall(r"\b(\d{1,2}) [a-z]", usage.split("exit codes:")[1]):
-        assert f"\n.TP\n{code}\n" in page
+    # (the exit codes: tests/test_exit_codes.py)
 
 
 def test_every_mwrap_report_option_is_in_its_man_page():
@@ -43,13 +41,56 @@ def test_every_mwrap_report_option_is_in_its_man_page():
     assert [o for o in sorted(options) if o not in page] == []
 
 
+PAGES = ("mwrap-attach.1", "mwrap.1", "mwrap-report.1", "mwrap-inject.1")
+MAN_ENV = {**os.environ, "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "80"}
+
+
+def man(*args):
+    return subprocess.run(["man", *args], capture_output=True, text=True,
+                          timeout=60, env=MAN_ENV)
+
+
 def test_each_command_has_a_page_man_reads_from_the_tree():
-    """man -l reads each command's page as it is in the source tree."""
-    for page in ("mwrap-attach.1", "mwrap.1", "mwrap-report.1"):
-        p = subprocess.run(["man", "-l", os.path.join(ROOT, "man", page)],
-                           capture_output=True, text=True, timeout=60,
-                           env={**os.environ, "MANPAGER": "cat", "PAGER": "cat"})
-        assert p.returncode == 0 and "SYNOPSIS" in p.stdout, (page, p.stderr)
+    """man -l reads each command's page as it is in the source tree, with
+    its name, synopsis and exit status, and no warning from groff."""
+    assert sorted(os.listdir(os.path.join(ROOT, "man"))) == sorted(PAGES)
+    for page in PAGES:
+        p = man("-l", os.path.join(ROOT, "man", page))
+        name = page[:-2]
+        assert p.returncode == 0, (page, p.stderr)
+        assert p.stderr == "", (page, p.stderr)
+        assert p.stdout.startswith(f"{name.upper()}(1)"), (page, p.stdout[:80])
+        assert f"NAME\n       {name} - " in p.stdout, page
+        for section in ("SYNOPSIS", "DESCRIPTION", "EXIT STATUS", "SEE ALSO"):
+            assert f"\n{section}\n" in p.stdout, (page, section)
+
+
+def test_make_install_installs_the_pages(tmp_path):
+    """make install puts the four pages under share/man/man1, where man
+    finds them by name (MANPATH set to the installed tree)."""
+    dest = tmp_path / "dest"
+    p = subprocess.run(["make", "-s", "-C", ROOT, "install-product",
+                        f"DESTDIR={dest}", "PREFIX=/usr/local"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    mandir = dest / "usr/local/share/man"
+    assert sorted(os.listdir(mandir / "man1")) == sorted(PAGES)
+    for page in PAGES:
+        with open(os.path.join(ROOT, "man", page)) as f:
+            assert (mandir / "man1" / page).read_text() == f.read()
+        assert oct((mandir / "man1" / page).stat().st_mode & 0o777) == "0o644"
+        q = man("-M", str(mandir), page[:-2])
+        assert q.returncode == 0 and q.stdout.startswith(f"{page[:-2].upper()}(1)"), \
+            (page, q.stderr)
+
+
+def test_every_mwrap_inject_option_is_in_its_man_page():
+    usage = subprocess.run([INJECT, "--help"], capture_output=True,
+                           text=True, timeout=30).stdout
+    options = set(re.findall(r"(--[a-z][a-z-]+)", usage))
+    assert {"--backend", "--timeout", "--check-seccomp", "--exit-codes"} <= options
+    page = text_of("mwrap-inject.1")
+    assert [o for o in sorted(options) if o not in page] == []
 
 
 def test_mwrap_report_version_and_no_overwrite(tmp_path):

@@ -1,11 +1,16 @@
 # SPDX-License-Identifier: MIT
 """The packages' descriptions stay in step with the tree (make
 test-packages builds and installs them): the gem carries every source
-the product is built from, and debian/changelog is at VERSION."""
+the product is built from, and debian/changelog is at VERSION.  And
+`make install` (what the gem's and the .deb's builds call too): the FHS
+layout under PREFIX, whose commands work from there."""
 import os
 import subprocess
 
-from conftest import ROOT
+import pytest
+
+from conftest import (LEAK_RB, ROOT, during_window, parse_dump, ptrace_allowed,
+                      run, start_leak)
 
 BUILD_OUTPUTS = (".o", ".d", ".so")
 
@@ -48,3 +53,87 @@ def test_the_gems_executables_are_the_three_commands():
     assert sorted(gem_spec("executables")) == ["mwrap", "mwrap-attach", "mwrap-report"]
     for name in gem_spec("executables"):
         assert os.access(os.path.join(ROOT, "gem", "bin", name), os.X_OK)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """make install-product (make install without apt-get) into a DESTDIR
+    with PREFIX=/opt/mwrap: (DESTDIR, PREFIX inside it, ruby's site
+    directories inside it)."""
+    dest = tmp_path_factory.mktemp("install") / "dest"
+    p = run(["make", "-s", "-C", ROOT, "install-product", f"DESTDIR={dest}",
+             "PREFIX=/opt/mwrap"], timeout=300)
+    assert p.returncode == 0, p.stderr
+    site = run(["ruby", "-e", 'print RbConfig::CONFIG["sitelibdir"], " ", '
+                'RbConfig::CONFIG["sitearchdir"]']).stdout.split()
+    return dest, dest / "opt/mwrap", [f"{dest}{d}" for d in site]
+
+
+def test_make_install_lays_the_files_out_by_the_fhs(installed):
+    dest, prefix, (sitelib, sitearch) = installed
+    files = sorted(os.path.relpath(os.path.join(d, f), prefix)
+                   for d, _, names in os.walk(prefix) for f in names)
+    assert [f for f in files if f.startswith("bin/")] == [
+        "bin/mwrap", "bin/mwrap-attach", "bin/mwrap-report"]
+    assert os.readlink(prefix / "bin/mwrap-attach") == "../share/mwrap-attach/mwrap-attach"
+    assert os.readlink(prefix / "bin/mwrap-report") == "../share/mwrap-attach/mwrap-report"
+    lib = sorted(f for f in files if f.startswith("lib/"))
+    assert lib[:2] == ["lib/mwrap-attach/libmwrap.so", "lib/mwrap-attach/liburcu-bp.so.8"]
+    assert lib[2:] == ["lib/mwrap-attach/liburcu-cds.so.8", "lib/mwrap-attach/mwrap-inject"]
+    assert os.access(prefix / "lib/mwrap-attach/mwrap-inject", os.X_OK)
+    assert sorted(f for f in files if f.startswith("share/man/")) == [
+        f"share/man/man1/{p}" for p in
+        ("mwrap-attach.1", "mwrap-inject.1", "mwrap-report.1", "mwrap.1")]
+    libs = sorted(os.listdir(os.path.join(ROOT, "scripts/lib/mwrap_attach")))
+    assert "exit_codes.rb" in libs
+    assert sorted(os.listdir(prefix / "share/mwrap-attach/lib/mwrap_attach")) == libs
+    assert sorted(os.listdir(sitelib)) == ["mwrap.rb", "mwrap_rack.rb"]
+    assert os.listdir(sitearch) == ["mwrap_ext.so"]
+    # nothing outside PREFIX but ruby's site directories
+    outside = {os.path.join(d, f) for d, _, names in os.walk(dest) for f in names
+               if not os.path.join(d, f).startswith((str(prefix), sitelib, sitearch))}
+    assert outside == set()
+
+
+def test_the_installed_commands_run_from_there(installed, tmp):
+    """The installed mwrap preloads the installed library (whose liburcu is
+    the copy beside it) and traces a Ruby line; the Mwrap API loads from
+    ruby's site directories; --version reads the installed VERSION."""
+    dest, prefix, (sitelib, sitearch) = installed
+    for name in ("mwrap", "mwrap-attach", "mwrap-report"):
+        p = run([str(prefix / "bin" / name), "--version"])
+        assert p.returncode == 0 and p.stdout == f"{name} {version()}\n", (name, p.stderr)
+    script = tmp / "t.rb"
+    script.write_text("require 'mwrap'\n"
+                      "KEEP = Array.new(100) { 'x' * 10_000 }\n"
+                      "p Mwrap::VERSION\n")
+    dump = tmp / "t.dump"
+    p = run([str(prefix / "bin/mwrap"), "ruby", "-I", sitelib, "-I", sitearch, str(script)],
+            env={"MWRAP": f"dump_path:{dump}"})
+    assert p.returncode == 0 and p.stdout == f'"{version()}"\n', p.stderr
+    total, calls = parse_dump(dump.read_text())[f"{script}:2"]
+    assert calls >= 100 and 100 * 10_000 <= total <= 100 * 10_000 + 100 * 64
+    maps = run([str(prefix / "bin/mwrap"), "cat", "/proc/self/maps"]).stdout
+    assert f"{prefix}/lib/mwrap-attach/libmwrap.so" in maps
+    assert f"{prefix}/lib/mwrap-attach/liburcu-bp.so.8" in maps
+
+
+def test_the_installed_mwrap_attach_attaches(installed, spawn):
+    """The installed front end finds the installed injector and library
+    and names the leaking line of a live Ruby service."""
+    why = ptrace_allowed()
+    if why:
+        pytest.skip(why)
+    dest, prefix, _ = installed
+    t, leak_line, _ = start_leak(spawn)
+
+    def leak():
+        t.send("leak 200 5000")
+        t.expect("leaked 200")
+    code, out, err = during_window([str(prefix / "bin/mwrap-attach"), "-p", str(t.pid),
+                                    "-d", "3"], t.pid, leak)
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.endswith(f"{LEAK_RB}:{leak_line}"))
+    live = int(row.split()[0])
+    assert 200 * 5000 <= live <= 200 * 5000 + 200 * 64, row
+    assert f"{prefix}/lib/mwrap-attach/libmwrap.so" in open(f"/proc/{t.pid}/maps").read()

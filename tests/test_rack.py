@@ -3,15 +3,13 @@
 Chromium (Debian's): the sites table, sorted by live bytes, puts the
 leaking line first, and a file name with '<' in it is escaped."""
 import html
-import os
 import re
 import urllib.request
 
 import pytest
 
-from conftest import CHROMIUM, MWRAP, ROOT, chromium, run
+from conftest import CHROMIUM, MWRAP, RUBY_API_I, chromium, run
 
-EXT = os.path.join(ROOT, "ruby-ext", "lib")
 
 APP = """\
 require "webrick"
@@ -53,7 +51,7 @@ LEAK_LINE = 8
 def server(spawn, tmp):
     script = tmp / "leak<b>.rb"
     script.write_text(APP)
-    t = spawn([MWRAP, "ruby", "-I", EXT, str(script)])
+    t = spawn([MWRAP, "ruby", *RUBY_API_I, str(script)])
     port = int(t.expect("ready").split()[1])
     return script, f"http://127.0.0.1:{port}"
 

@@ -5,13 +5,11 @@ whether the index is asked for as /MWRAP or /MWRAP/, and the sites
 table sorts by live bytes unless told otherwise."""
 import html
 import json
-import os
 import re
 import urllib.parse
 
-from conftest import MWRAP, ROOT
+from conftest import MWRAP, RUBY_API_I
 
-EXT = os.path.join(ROOT, "ruby-ext", "lib")
 
 # Reads "PATH_INFO QUERY_STRING" lines and prints each response as JSON.
 APP = """\
@@ -58,7 +56,7 @@ def links(url, body):
 def test_links_stay_under_the_mount(spawn, tmp):
     script = tmp / "app.rb"
     script.write_text(APP)
-    t = spawn([MWRAP, "ruby", "-I", EXT, str(script)])
+    t = spawn([MWRAP, "ruby", *RUBY_API_I, str(script)])
     t.expect("ready")
     for path in ("", "/"):
         status, body = get(t, path)

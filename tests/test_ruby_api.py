@@ -6,10 +6,9 @@ import os
 
 import pytest
 
-from conftest import MWRAP, ROOT, attach, fiddle_leak, parse_dump, ptrace_allowed, run
+from conftest import MWRAP, ROOT, RUBY_API_I, RUBY_API_PATH, attach, fiddle_leak, parse_dump, ptrace_allowed, run
 
-EXT = os.path.join(ROOT, "ruby-ext", "lib")
-RUBY = ["ruby", "-w", "--disable=gems", "-I", EXT, "-rmwrap"]
+RUBY = ["ruby", "-w", "--disable=gems", *RUBY_API_I, "-rmwrap"]
 
 
 def api(*lines, env=None):
@@ -141,7 +140,7 @@ results[0, 3].each { |location, growth, allocations, frees|
 def test_the_article_script_runs_unchanged(tmp):
     script = tmp / "leak.rb"
     script.write_text(ARTICLE)
-    p = run([MWRAP, "ruby", "-I", EXT, str(script)])
+    p = run([MWRAP, "ruby", *RUBY_API_I, str(script)])
     assert p.returncode == 0, p.stderr
     loc, growth, allocs, frees = p.stdout.splitlines()[0].split()
     assert loc == f"{script}:{FIDDLE_LINE}"
@@ -161,7 +160,7 @@ def test_without_libmwrap_require_works_and_calls_raise():
 @pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
 def test_api_in_a_process_attached_late(spawn):
     target = os.path.join(ROOT, "tests", "targets", "leak.rb")
-    t = spawn(["ruby", target], env={"RUBYLIB": EXT})
+    t = spawn(["ruby", target], env={"RUBYLIB": RUBY_API_PATH})
     ready = t.expect("ready")
     line = int(ready.split()[2].split("=")[1])
     p = attach(["-p", str(t.pid), "--keep"])
@@ -232,7 +231,7 @@ def test_dump_heap_pages_lines(tmp):
 @pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
 def test_heap_pages_after_attach(spawn):
     target = os.path.join(ROOT, "tests", "targets", "leak.rb")
-    t = spawn(["ruby", target], env={"RUBYLIB": EXT})
+    t = spawn(["ruby", target], env={"RUBYLIB": RUBY_API_PATH})
     t.expect("ready")
     p = attach(["-p", str(t.pid), "--keep"])
     assert p.returncode == 0, p.stderr

@@ -274,7 +274,7 @@ def test_reattach_any_number_of_times(spawn, tmp, mode, backend):
     library loaded at first is the one reused."""
     if backend == "gdb":
         skip_unless_gdb_works()
-    mounts = [f"mount -t tmpfs none {ROOT}/preload"] if mode == "copied" else []
+    mounts = [f"mount -t tmpfs none {ROOT}/build/lib"] if mode == "copied" else []
     t, line = unshared_target(spawn, tmp, mounts)
     first = None
     for _ in range(5):
@@ -293,7 +293,7 @@ def test_reattach_any_number_of_times(spawn, tmp, mode, backend):
 def test_reattach_after_the_copy_was_deleted(spawn, tmp):
     """A tmp cleaner removed the copy still mapped in the target: the
     next attach loads a fresh copy and works."""
-    t, line = unshared_target(spawn, tmp, [f"mount -t tmpfs none {ROOT}/preload"])
+    t, line = unshared_target(spawn, tmp, [f"mount -t tmpfs none {ROOT}/build/lib"])
     leak_reported(t, line)
     (path,) = lib_mapped(t.pid)
     staged = os.path.dirname(path)
@@ -312,7 +312,7 @@ def test_library_copy_goes_with_its_target(spawn, tmp, n):
     child's exit leaves it to its parent; the target's exit removes it
     (it used to stay in the target's /tmp for ever)."""
     t, line = unshared_target(spawn, tmp,
-                              [f"mount -t tmpfs none {ROOT}/preload"],
+                              [f"mount -t tmpfs none {ROOT}/build/lib"],
                               user=65534)
     assert "copied the library" in leak_reported(t, line, ["-v"])
     (path,) = lib_mapped(t.pid)
@@ -347,7 +347,7 @@ def test_library_copy_not_loaded_is_removed(spawn, tmp):
     shutil.copy(os.path.join(ROOT, "build", "targets", "blocker"), private / "blocker")
     os.chmod(private / "blocker", 0o755)
     t = spawn(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-               f"mount -t tmpfs none {ROOT}/preload && "
+               f"mount -t tmpfs none {ROOT}/build/lib && "
                f"mount --bind {private} /tmp && "
                f"exec setpriv --reuid=65534 --regid=65534 --clear-groups "
                f"/tmp/blocker inlibc"])
@@ -380,7 +380,7 @@ def installed():
     """`make install` into a DESTDIR in build/ (seen from the target's
     namespace, unlike /tmp): the installed mwrap-attach."""
     dest = os.path.join(ROOT, "build", f"install-test.{os.getpid()}")
-    p = run(["make", "-s", "-C", ROOT, "-o", "all", "install",
+    p = run(["make", "-s", "-C", ROOT, "install-product",
              f"DESTDIR={dest}", "PREFIX=/opt/mwrap"], timeout=120)
     assert p.returncode == 0, p.stderr
     yield f"{dest}/opt/mwrap/bin/mwrap-attach"

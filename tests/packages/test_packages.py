@@ -126,7 +126,7 @@ def test_deb_installs_working_commands_and_man_pages():
     out = in_root_ok("deb-bookworm", "cd /tmp\nRUN=\n"
                      "DEBIAN_FRONTEND=noninteractive apt-get install -y "
                      f"--no-install-recommends /pkg/{DEB}\n"
-                     "for p in mwrap-attach mwrap mwrap-report; do "
+                     "for p in mwrap-attach mwrap mwrap-report mwrap-inject; do "
                      "MANPAGER=cat man $p | grep -q SYNOPSIS; done\n"
                      + VERSIONS + ATTACH + PRELOAD +
                      f"ruby -rmwrap -e 'print Mwrap::VERSION' | grep -x {VERSION}\n")

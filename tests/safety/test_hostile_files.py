@@ -53,10 +53,10 @@ def snapshot(path):
 
 def unshared_nobody_target(spawn, tmp, program):
     """A container-like target: its own mount namespace, a private /tmp
-    (tmp/private, nobody's) and our preload/ hidden, running as nobody:
+    (tmp/private, nobody's) and our build/lib/ hidden, running as nobody:
     the library must be copied in.  (target, its private /tmp)."""
     private = private_tmp(tmp)
-    script = (f"mount -t tmpfs none {ROOT}/preload && "
+    script = (f"mount -t tmpfs none {ROOT}/build/lib && "
               f"mount --bind {private} /tmp && "
               f"exec setpriv {' '.join(NOBODY_IDS)} {program}")
     t = spawn(["unshare", "--mount", "--propagation", "private",
@@ -64,7 +64,7 @@ def unshared_nobody_target(spawn, tmp, program):
     t.expect("ready")
     kids = open(f"/proc/{t.pid}/task/{t.pid}/children").read().split()
     pid = int(kids[0]) if kids else t.pid
-    assert not os.path.exists(f"/proc/{pid}/root/{ROOT}/preload/libmwrap.so")
+    assert not os.path.exists(f"/proc/{pid}/root/{ROOT}/build/lib/libmwrap.so")
     return t, pid, private
 
 

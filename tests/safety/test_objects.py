@@ -34,7 +34,7 @@ def _ruby_at_least(major, minor):
 
 # From Ruby 3.3 a thread in sleep, Thread#join or Queue#pop waits on a
 # condition variable that SIGVTALRM does not end: the job triggered for
-# it runs when the wait ends (README, Ruby versions).
+# it runs when the wait ends (docs/ruby-versions.md).
 COND_WAIT_33 = _ruby_at_least(3, 3)
 
 

@@ -11,7 +11,7 @@ module MwrapAttach
     extend Fails
 
     def self.path
-      MwrapAttach.our_file("inject", "mwrap-inject", test: :executable?) or
+      MwrapAttach.our_file(:bin, "mwrap-inject", test: :executable?) or
         fail!(EXIT[:inject], "cannot find mwrap-inject", "run 'make'")
     end
 

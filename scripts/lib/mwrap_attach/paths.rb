@@ -8,20 +8,22 @@ module MwrapAttach
   # the installed gem, $(PREFIX)/share/mwrap-attach once `make install`ed
   # (bin/ has links to the scripts there).
   SCRIPT_DIR = File.expand_path("../..", __dir__)
-  # The source tree's (or the gem's) top, where `make` leaves its files;
-  # nil in the installed layout.
+  # The source tree's (or the gem's) top; nil in the installed layout.
   ROOT = (File.dirname(SCRIPT_DIR) if File.basename(SCRIPT_DIR) == "scripts")
   # `make install`'s libmwrap.so, mwrap-inject and liburcu: $(PREFIX)/lib/mwrap-attach.
   LIB_DIR = (File.expand_path("../../lib/mwrap-attach", SCRIPT_DIR) unless ROOT)
+  # Where `make` leaves each product in ROOT (the Makefile's LIBMWRAP and
+  # INJECTOR: build/lib with its liburcu, build/bin), by kind.
+  BUILD_DIRS = { lib: "build/lib", bin: "build/bin", top: "." }.freeze
 
   O_PATH = 0o10000000	# Linux, every architecture; Ruby has no constant
 
-  # NAME as `make` leaves it in ROOT/SOURCE_DIR, or installed: in LIB_DIR
-  # (programs and libraries) or beside the scripts (VERSION); nil when
-  # there is none.  TEST is the File predicate the file must pass
-  # (:file?, :executable?).
-  def self.our_file(source_dir, name, test: :file?)
-    dirs = ROOT ? [File.join(ROOT, source_dir)] : [LIB_DIR, SCRIPT_DIR]
+  # NAME as `make` leaves it in ROOT (KIND: :lib for libraries, :bin for
+  # programs, :top for VERSION), or installed: in LIB_DIR (programs and
+  # libraries) or beside the scripts (VERSION); nil when there is none.
+  # TEST is the File predicate the file must pass (:file?, :executable?).
+  def self.our_file(kind, name, test: :file?)
+    dirs = ROOT ? [File.join(ROOT, BUILD_DIRS.fetch(kind))] : [LIB_DIR, SCRIPT_DIR]
     dirs.map { |d| File.join(d, name) }.find { |f| File.public_send(test, f) }
   end
 

@@ -11,7 +11,7 @@ module MwrapAttach
     extend Fails
 
     def self.our_library
-      MwrapAttach.our_file("preload", "libmwrap.so") or
+      MwrapAttach.our_file(:lib, "libmwrap.so") or
         fail!(EXIT[:library], "cannot find libmwrap.so next to #{SCRIPT_DIR}",
               "run 'make' in the source tree, or 'make install'")
     end
