@@ -309,7 +309,7 @@ test-rails: setup
 # --format=speedscope against the speedscope npm package's schema and
 # viewer (fetched once into /var/cache/mwrap-attach/npm; make test skips
 # those tests, saying why, until it is there).
-test-speedscope: all
+test-speedscope: setup
 	@scripts/install-deps speedscope
 	$(PYTEST) -q tests/test_speedscope.py
 
@@ -406,7 +406,7 @@ sidecar: $(DEB_FILE)
 
 # It attaches from beside a Ruby service's container (tests/container's
 # app image), as kubectl debug --target does.
-test-sidecar:
+test-sidecar: setup
 	@scripts/install-deps container packages
 	@$(MAKE) --no-print-directory sidecar
 	MWRAP_TEST_SIDECAR=$$(scripts/sidecar-image $(DEB_FILE)) \
