@@ -57,7 +57,7 @@ def man_codes(command):
 
 def test_help_prints_the_table():
     codes = table()
-    assert [c[1] for c in codes["mwrap-attach"]][:3] == ["ok", "usage", "no_such_process"]
+    assert [c[1] for c in codes["mwrap-attach"]][:4] == ["ok", "internal", "usage", "no_such_process"]
     for command, exe in (("mwrap-attach", ATTACH), ("mwrap-report", REPORT)):
         p = run([exe, "--help"])
         assert p.returncode == 0, p.stderr

@@ -85,6 +85,52 @@ def test_a_worker_killed_mid_window_is_reported_not_fatal(workers):
     assert live_count(parts["merged view of 2 of 2 processes"], line) >= 200
 
 
+def run_for(parent, pid):
+    """The per-process mwrap-attach run PARENT started for PID, or None."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and b"-p" in argv and argv[argv.index(b"-p") + 1] == str(pid).encode():
+            return int(entry)
+    return None
+
+
+def test_a_run_killed_by_a_signal_exits_with_the_tables_code(workers):
+    """The run for one process dies of SIGKILL: the other's report is made,
+    the dead run is named with its signal and the table's code (1)."""
+    _, pids, line = workers
+    import subprocess
+    from conftest import ATTACH, helper_answered
+    proc = subprocess.Popen([ATTACH, "-p", f"{pids[0]},{pids[1]}", "-d", "4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not all(helper_answered(p) for p in pids) and \
+                proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        run = run_for(proc.pid, pids[1])
+        assert run, "no per-process run found"
+        os.kill(run, signal.SIGKILL)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, err
+    assert (f"process {pids[1]}: no report (exit 1: its mwrap-attach died of "
+            f"signal {signal.SIGKILL.value})") in err
+    parts = sections(out)
+    assert live_count(parts[f"process {pids[0]}"], line) >= 100
+
+
 def test_pid_lists_are_checked_before_attaching(spawn):
     p = attach(["-p", "12,x"])
     assert p.returncode == 2 and "bad pid" in p.stderr

@@ -14,6 +14,8 @@ module MwrapAttach
   EXIT_CODES = {
     "mwrap-attach" => [
       [0, :ok, "done"],
+      [1, :internal, "mwrap-attach itself failed (with many processes: the run for one " \
+                     "of them died of a signal, which is named)"],
       [2, :usage, "usage or bad option"],
       [3, :no_such_process, "no such process (a zombie or a kernel thread is none either)"],
       [4, :permission, "permission denied: run as root, or as the process's owner with " \

@@ -101,7 +101,9 @@ module MwrapAttach
         # a process that exited mid-window has its report too
         made = status.success? || status.exitstatus == EXIT[:exited]
         dump = MwrapReport.parse(File.read(r[:out]), r[:out]) if made && File.size?(r[:out])
-        [r[:pid], dump, status.exitstatus || 1, r[:last]]
+        next [r[:pid], dump, status.exitstatus, r[:last]] if status.exited?
+
+        [r[:pid], dump, EXIT[:internal], "its mwrap-attach died of signal #{status.termsig}"]
       end
       trap("INT", old_int)
       trap("TERM", old_term)
