@@ -66,6 +66,14 @@ all: build
 setup: deps
 	@$(MAKE) --no-print-directory build
 
+# Before the product's first compile: liburcu's headers, named with the
+# fix, rather than a compiler's "urcu-bp.h: No such file or directory".
+build/.build-deps: scripts/install-deps
+	@echo '#include <urcu-bp.h>' | $(CC) $(CPPFLAGS) -E -o /dev/null - 2>/dev/null || { \
+		echo "make: liburcu's headers are missing (Debian: liburcu-dev):" \
+			"run make setup, or scripts/install-deps build, to install them" >&2; exit 1; }
+	@mkdir -p $(@D) && touch $@
+
 help:
 	@echo "make            build everything into build/ (installs no package)"
 	@echo "make test       install missing Debian packages, build, run the C unit tests and the pytest suite"
@@ -159,7 +167,7 @@ build/bench/manysites: bench/symbols/manysites.c
 # the version is written once, in VERSION
 build/preload/report/dump.o: VERSION
 
-build/preload/%.o: preload/%.c
+build/preload/%.o: preload/%.c | build/.build-deps
 	@mkdir -p $(@D)
 	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 

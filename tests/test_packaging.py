@@ -137,3 +137,13 @@ def test_the_installed_mwrap_attach_attaches(installed, spawn):
     live = int(row.split()[0])
     assert 200 * 5000 <= live <= 200 * 5000 + 200 * 64, row
     assert f"{prefix}/lib/mwrap-attach/libmwrap.so" in open(f"/proc/{t.pid}/maps").read()
+
+
+def test_make_names_a_missing_liburcu_and_its_fix():
+    """Plain `make` installs nothing: without liburcu's headers (here a
+    compiler that finds none) it says which package and how to get it."""
+    p = subprocess.run(["make", "--no-print-directory", "-B", "build/.build-deps", "CC=false"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert "liburcu's headers are missing (Debian: liburcu-dev)" in p.stderr
+    assert "make setup" in p.stderr
