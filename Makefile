@@ -111,7 +111,7 @@ gotm_exe = $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie) \
 PRODUCT = preload/libmwrap.so inject/mwrap-inject ruby-ext/lib/mwrap_ext.so
 
 build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) $(GOTM_BINS) build/bench/libcount.so \
-	build/bench/manysites
+	build/bench/manysites build/bench/churn
 
 product: $(PRODUCT)
 
@@ -127,6 +127,11 @@ ruby-ext/lib/mwrap_ext.so: ruby-ext/ext/mwrap_ext/mwrap_ext.c \
 build/bench/libcount.so: bench/count/count.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+# bench/callgrind's C target: malloc+free pairs from one call site
+build/bench/churn: bench/churn/churn.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -o $@ $<
 
 # a dump of 100,000 native sites, timed (bench/symbols/manysites.c)
 build/bench/manysites: bench/symbols/manysites.c
