@@ -78,9 +78,61 @@ static inline uint64_t mw_live_birth(const struct mw_live_entry *e)
  * Context: hook-safe with the recursion guard raised. */
 int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale);
 
+/* The shards, owned by live.c: here only for mw_live_prefetch. */
+#define MW_LIVE_SHARD_BITS 8
+struct mw_live_shard {
+	int lock;
+	uint32_t mask;		/* slots - 1, 0 before first use */
+	uint64_t count;
+	uint64_t unknown;	/* removes of pointers not in the table */
+	uint64_t unknown_bytes;	/* their usable sizes */
+	struct mw_live_entry *slots;
+} __attribute__((aligned(64)));
+extern struct mw_live_shard mw_live_shards[1u << MW_LIVE_SHARD_BITS];
+
+/* The shard is chosen by the 1 MiB region a block lies in, not by the
+ * pointer's own hash: glibc gives each thread its own arena, so threads
+ * mostly lock and write shards of their own instead of trading every
+ * shard's line between cores.  A region holds at most 32Ki blocks, and
+ * a large heap spans many regions, so shards stay balanced. */
+#define MW_LIVE_REGION_SHIFT 20
+
+/* Context: any; pure. */
+static inline struct mw_live_shard *mw_live_shard_of(uintptr_t ptr)
+{
+	uint64_t r = (uint64_t)(ptr >> MW_LIVE_REGION_SHIFT) *
+		     0x9e3779b97f4a7c15ull;
+
+	return &mw_live_shards[r >> (64 - MW_LIVE_SHARD_BITS)];
+}
+
+/* A pointer's hash (malloc pointers are 16-byte aligned: the zero bits
+ * are dropped) and its home slot in a shard of @mask + 1 slots.
+ * Context: any; pure. */
+static inline uint64_t mw_live_mix(uintptr_t ptr)
+{
+	return (uint64_t)(ptr >> 4) * 0x9e3779b97f4a7c15ull;
+}
+
+static inline uint32_t mw_live_home(uint64_t h, uint32_t mask)
+{
+	return (uint32_t)(h >> 16) & mask;
+}
+
 /* Starts loading the slot @ptr would go to, so that a later insert or
  * remove finds it in cache.  Context: hook-safe; never faults. */
-void mw_live_prefetch(uintptr_t ptr);
+static inline void mw_live_prefetch(uintptr_t ptr)
+{
+	struct mw_live_shard *sh = mw_live_shard_of(ptr);
+	/* unlocked reads: a stale answer only prefetches the wrong line */
+	struct mw_live_entry *slots = __atomic_load_n(&sh->slots,
+						      __ATOMIC_RELAXED);
+	uint32_t mask = __atomic_load_n(&sh->mask, __ATOMIC_RELAXED);
+
+	if (slots)
+		__builtin_prefetch(&slots[mw_live_home(mw_live_mix(ptr), mask)],
+				   1);
+}
 
 /* Watches the block at @ptr: its entry, or a new one of @marker_site
  * (size 0) when it has none, gets MW_LIVE_WATCHED, which its removal
