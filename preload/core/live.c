@@ -24,6 +24,9 @@ uint64_t mw_live_dropped;
 
 #define mix mw_live_mix
 #define shard_of mw_live_shard_of
+#define reserve_locked mw_live_reserve_locked
+#define probe_locked mw_live_probe_locked
+#define grow_locked mw_live_grow_locked
 
 #define home mw_live_home
 
@@ -38,7 +41,7 @@ static struct mw_live_entry *map_slots(uint32_t n)
 
 /* Doubles the shard (or creates it); caller holds its lock.  Out of
  * line: once per doubling. */
-static __attribute__((noinline, cold)) int grow_locked(struct shard *sh)
+__attribute__((noinline, cold)) int mw_live_grow_locked(struct shard *sh)
 {
 	uint32_t old_n = sh->mask ? sh->mask + 1 : 0;
 	uint32_t n = old_n ? old_n * 2 : INITIAL_SLOTS;
@@ -65,56 +68,6 @@ static __attribute__((noinline, cold)) int grow_locked(struct shard *sh)
 	if (old)
 		munmap(old, (size_t)old_n * sizeof(struct mw_live_entry));
 	return 0;
-}
-
-/* Makes room for one more entry: keeps the load factor at or below 3/4;
- * if growing fails, a table with an empty slot left just runs fuller.
- * Returns 0, or -ENOMEM (counted as dropped).  Caller holds the lock. */
-static inline int reserve_locked(struct shard *sh)
-{
-	if (__builtin_expect((sh->count + 1) * 4 >
-			     ((uint64_t)sh->mask + 1) * 3, 0) &&
-	    grow_locked(sh) && sh->count + 1 > sh->mask) {
-		__atomic_add_fetch(&mw_live_dropped, 1, __ATOMIC_RELAXED);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* The slot holding @ptr, or the empty slot that ends its probe run.
- * Caller holds the lock of a shard in use (mask != 0). */
-static inline uint32_t probe_locked(const struct shard *sh, uintptr_t ptr)
-{
-	uint32_t i;
-
-	for (i = home(mix(ptr), sh->mask);
-	     sh->slots[i].key && mw_live_ptr(&sh->slots[i]) != ptr;
-	     i = (i + 1) & sh->mask)
-		;
-	return i;
-}
-
-int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
-{
-	struct shard *sh = shard_of(mw_live_ptr(e));
-	uint32_t i;
-	int ret = 0;
-
-	mw_spin_lock(&sh->lock);
-	if (reserve_locked(sh)) {
-		mw_spin_unlock(&sh->lock);
-		return -ENOMEM;
-	}
-	i = probe_locked(sh, mw_live_ptr(e));
-	if (sh->slots[i].key) {
-		*stale = sh->slots[i];
-		ret = 1;
-	} else {
-		sh->count++;
-	}
-	sh->slots[i] = *e;
-	mw_spin_unlock(&sh->lock);
-	return ret;
 }
 
 int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
@@ -147,8 +100,8 @@ int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
  * tracking began): counted with its usable size, asked while the block
  * still exists.  Under the lock, whose line is ours already, so no
  * atomic is needed; out of line, off the path of tracked blocks. */
-static __attribute__((noinline, cold)) void
-unknown_locked(struct shard *sh, uintptr_t ptr)
+__attribute__((noinline, cold)) void
+mw_live_unknown_locked(struct shard *sh, uintptr_t ptr)
 {
 	uint64_t bytes = mw_real.malloc_usable_size ?
 			 mw_real.malloc_usable_size((void *)ptr) : 0;
@@ -157,59 +110,6 @@ unknown_locked(struct shard *sh, uintptr_t ptr)
 	/* read without the lock by mw_live_unknown_bytes */
 	__atomic_store_n(&sh->unknown_bytes, sh->unknown_bytes + bytes,
 			 __ATOMIC_RELAXED);
-}
-
-static inline __attribute__((always_inline)) int
-remove_entry(uintptr_t ptr, struct mw_live_entry *out, int count_unknown)
-{
-	uint64_t h = mix(ptr);
-	struct shard *sh = shard_of(ptr);
-	struct mw_live_entry *s;
-	uint32_t i, j, mask;
-
-	mw_spin_lock(&sh->lock);
-	mask = sh->mask;
-	s = sh->slots;
-	if (!mask) {
-		if (count_unknown)
-			unknown_locked(sh, ptr);
-		mw_spin_unlock(&sh->lock);
-		return 0;
-	}
-	for (i = home(h, mask); mw_live_ptr(&s[i]) != ptr; i = (i + 1) & mask) {
-		if (!s[i].key) {
-			if (count_unknown)
-				unknown_locked(sh, ptr);
-			mw_spin_unlock(&sh->lock);
-			return 0;
-		}
-	}
-	*out = s[i];
-	/* backward-shift deletion: pull later members of the probe run
-	 * into the hole when their home position allows it */
-	for (j = (i + 1) & mask; s[j].key; j = (j + 1) & mask) {
-		uint32_t k = home(mix(mw_live_ptr(&s[j])), mask);
-
-		/* move s[j] to i unless its home lies cyclically in (i, j] */
-		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
-			s[i] = s[j];
-			i = j;
-		}
-	}
-	s[i].key = 0;
-	sh->count--;
-	mw_spin_unlock(&sh->lock);
-	return 1;
-}
-
-int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
-{
-	return remove_entry(ptr, out, 1);
-}
-
-int mw_live_take(uintptr_t ptr, struct mw_live_entry *out)
-{
-	return remove_entry(ptr, out, 0);
 }
 
 void mw_live_add_unknown(uintptr_t ptr, uint64_t bytes)

@@ -106,7 +106,8 @@ account_free_slow(const struct mw_live_entry *e)
 
 /* Counts the free of a block taken out of the live table: a block of a
  * line or caller site under full tracking here, the rest apart. */
-static inline void account_free(const struct mw_live_entry *e)
+static inline __attribute__((always_inline)) void
+account_free(const struct mw_live_entry *e)
 {
 	struct mw_site *s;
 	uint64_t age;
