@@ -2,6 +2,7 @@
 /* rbpos.c - see rbpos.h */
 #define _GNU_SOURCE
 #include "core/rbpos.h"
+#include "core/tls.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -200,6 +201,17 @@ struct tls_index {
 extern void *__tls_get_addr(struct tls_index *ti);
 static struct tls_index ec_index;
 
+/* The calling thread's &ruby_current_ec: __tls_get_addr once per
+ * thread, then remembered in our own (initial-exec) TLS. */
+static inline void **ec_slot(void)
+{
+	void **slot = mw_tls.ruby_ec;
+
+	if (__builtin_expect(!slot, 0))
+		mw_tls.ruby_ec = slot = __tls_get_addr(&ec_index);
+	return slot;
+}
+
 /* Ruby 3.2+ does not export ruby_current_ec, but its functions reach it
  * through the general-dynamic TLS sequence, whose bytes the ABI fixes
  * (so that linkers may relax it): "lea tls_index(%rip),%rdi" with a
@@ -322,7 +334,7 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 		pos->pc = pos->iseq = 0;
 		if (__atomic_load_n(&frames_known, __ATOMIC_RELAXED) ||
 		    layout_tries > 0) {
-			ec = __tls_get_addr(&ec_index);
+			ec = ec_slot();
 			if (*ec)
 				walk_frames(pos, *ec);
 		}
@@ -333,7 +345,7 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 	if (!has_gvl() || !*vm_ptr)
 		return 0;
 	/* During ruby_setup() the GVL is held before the EC exists. */
-	ec = __tls_get_addr(&ec_index);
+	ec = ec_slot();
 	if (!*ec)
 		return 0;
 	__atomic_store_n(&mw_ruby_generation, gc_count(), __ATOMIC_RELAXED);
