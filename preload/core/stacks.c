@@ -4,6 +4,7 @@
 #include "base/fmt.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 /* --stacks: Ruby stacks seen: a hash of the frames' objects and lines
  * -> site id, and the GC generation it was last found true in.  Ruby
@@ -11,14 +12,30 @@
  * the site; after a GC the frames are named again and compared with the
  * site's text (no hash, no table walk), and a difference is a miss.
  * Any thread holding the GVL writes it; @check (a hash of h, id and
- * gen) makes a torn entry a miss. */
-#define STACK_CACHE_BITS 14
+ * gen) makes a torn entry a miss.  Direct-mapped, with twice as many
+ * entries as there are sites (2^14 to 2^20), so that its hit rate holds
+ * as sites are added (a fixed 2^14 missed on most stacks at 100,000
+ * sites, and a miss names every frame): a bigger one replaces it as the
+ * sites outgrow it, and the old one is kept, as a reader may still
+ * hold it. */
+#define STACK_CACHE_MIN_BITS 14
+#define STACK_CACHE_MAX_BITS 20
 struct stack_cache_entry {
 	uint64_t h;
 	uint32_t id, check;
 	uint64_t gen;
 };
-static struct stack_cache_entry stack_cache[1u << STACK_CACHE_BITS];
+struct stack_cache {
+	unsigned bits;
+	struct stack_cache_entry slot[];
+};
+/* the first one, static; later ones mapped */
+static struct {
+	struct stack_cache c;
+	struct stack_cache_entry slot[1u << STACK_CACHE_MIN_BITS];
+} stack_cache_first = { .c = { .bits = STACK_CACHE_MIN_BITS } };
+static struct stack_cache *stack_cache = &stack_cache_first.c;
+static uint64_t stack_cache_mapped;	/* bytes, every cache mapped */
 /* The longest stack text kept; frames beyond it are dropped. */
 #define STACK_TEXT_MAX 4096
 
@@ -33,6 +50,39 @@ static uint64_t stack_hash(const struct mw_ruby_stack *st)
 		h ^= h >> 29;
 	}
 	return h;
+}
+
+/* The cache to store in: a bigger one once the sites outgrow it (the
+ * current one when none can be mapped). */
+static struct stack_cache *cache_for_sites(struct stack_cache *cur)
+{
+	uint64_t want = 2 * (uint64_t)mw_sites_count();
+	unsigned bits = cur->bits;
+	struct stack_cache *c;
+	size_t len;
+
+	if ((1u << bits) >= want || bits == STACK_CACHE_MAX_BITS)
+		return cur;
+	while ((1u << bits) < want && bits < STACK_CACHE_MAX_BITS)
+		bits++;
+	len = sizeof(*c) + sizeof(c->slot[0]) * ((size_t)1 << bits);
+	c = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return cur;
+	c->bits = bits;
+	if (!__atomic_compare_exchange_n(&stack_cache, &cur, c, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(c, len);		/* another Ractor's came first */
+		return cur;
+	}
+	__atomic_add_fetch(&stack_cache_mapped, len, __ATOMIC_RELAXED);
+	return c;
+}
+
+uint64_t mw_stacks_memory(void)
+{
+	return __atomic_load_n(&stack_cache_mapped, __ATOMIC_RELAXED);
 }
 
 static uint32_t stack_check(uint64_t h, uint32_t id, uint64_t gen)
@@ -83,11 +133,13 @@ struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
 				  uint64_t gen)
 {
 	uint64_t h = stack_hash(st), seen;
-	struct stack_cache_entry *c =
-		&stack_cache[h >> (64 - STACK_CACHE_BITS)];
+	struct stack_cache *cache = __atomic_load_n(&stack_cache,
+						    __ATOMIC_ACQUIRE);
+	struct stack_cache_entry *c = &cache->slot[h >> (64 - cache->bits)];
 	char text[STACK_TEXT_MAX];
 	const char *path0 = NULL;
 	struct mw_site *cached = NULL, *s;
+	struct stack_cache *bigger;
 	size_t len = 0;
 	uint32_t id;
 	int i;
@@ -116,6 +168,9 @@ struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
 		if (!s)
 			return NULL;
 	}
+	bigger = cache_for_sites(cache);
+	if (bigger != cache)
+		c = &bigger->slot[h >> (64 - bigger->bits)];
 	c->h = h;
 	c->id = s->id;
 	c->gen = gen;
