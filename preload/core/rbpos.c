@@ -151,8 +151,9 @@ static int frames_check(const uintptr_t *ec)
 }
 
 /* One try at proving the 3.2+ layout, on a Ruby thread holding the GVL
- * whose EC @ec exists: 1 proven, 0 not yet, -1 disproved. */
-static int find_layout(void **ec)
+ * whose EC @ec exists: 1 proven, 0 not yet, -1 disproved.  Out of line
+ * (cold): its buffers would widen the frame of every mw_ruby_pos. */
+static __attribute__((noinline, cold)) int find_layout(void **ec)
 {
 	uintptr_t words[16], th[TH_SELF + 1], self = thread_current();
 	int m;
