@@ -225,6 +225,7 @@ build/tests/test_control: preload/base/command.c
 build/tests/test_symtab: preload/base/elfsyms.c \
 	build/targets/statics build/targets/statics-stripped
 build/tests/test_live build/tests/test_live_threads: preload/core/live.c \
+	preload/core/live.h preload/base/spin.h \
 	tests/c/live_fixture.h
 build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 	@mkdir -p $(@D)

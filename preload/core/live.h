@@ -200,16 +200,24 @@ static inline int mw_live_reserve_locked(struct mw_live_shard *sh)
 	return 0;
 }
 
+/* Whether entry key @key is that of @ptr (its ptr >> 4 bits).
+ * Context: any; pure. */
+static inline int mw_live_key_is(uint64_t key, uintptr_t ptr)
+{
+	return (key & ((UINT64_C(1) << MW_LIVE_PTR_BITS) - 1)) ==
+	       (uint64_t)ptr >> 4;
+}
+
 /* The slot holding @ptr, or the empty slot that ends its probe run.
  * Caller holds the lock of a shard in use (mask != 0). */
 static inline uint32_t mw_live_probe_locked(const struct mw_live_shard *sh,
 					    uintptr_t ptr)
 {
-	uint32_t i;
+	const struct mw_live_entry *s = sh->slots;
+	uint32_t mask = sh->mask, i;
 
-	for (i = mw_live_home(mw_live_mix(ptr), sh->mask);
-	     sh->slots[i].key && mw_live_ptr(&sh->slots[i]) != ptr;
-	     i = (i + 1) & sh->mask)
+	for (i = mw_live_home(mw_live_mix(ptr), mask);
+	     s[i].key && !mw_live_key_is(s[i].key, ptr); i = (i + 1) & mask)
 		;
 	return i;
 }
@@ -263,7 +271,7 @@ mw_live_remove_entry(uintptr_t ptr, struct mw_live_entry *out,
 		mw_spin_unlock(&sh->lock);
 		return 0;
 	}
-	for (i = mw_live_home(h, mask); mw_live_ptr(&s[i]) != ptr;
+	for (i = mw_live_home(h, mask); !mw_live_key_is(s[i].key, ptr);
 	     i = (i + 1) & mask) {
 		if (!s[i].key) {
 			if (count_unknown)
@@ -278,8 +286,9 @@ mw_live_remove_entry(uintptr_t ptr, struct mw_live_entry *out,
 	for (j = (i + 1) & mask; s[j].key; j = (j + 1) & mask) {
 		uint32_t k = mw_live_home(mw_live_mix(mw_live_ptr(&s[j])), mask);
 
-		/* move s[j] to i unless its home lies cyclically in (i, j] */
-		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
+		/* move s[j] to i unless its home lies cyclically in (i, j]:
+		 * when it sits at least as far from home as from the hole */
+		if (((j - k) & mask) >= ((j - i) & mask)) {
 			s[i] = s[j];
 			i = j;
 		}
