@@ -7,12 +7,16 @@
 #include <sys/mman.h>
 
 /* --stacks: Ruby stacks seen: a hash of the frames' objects and lines
- * -> site id, and the GC generation it was last found true in.  Ruby
- * frees and moves code only in a GC, so within one generation a hit is
- * the site; after a GC the frames are named again and compared with the
- * site's text (no hash, no table walk), and a difference is a miss.
- * Any thread holding the GVL writes it; @check (a hash of h, id and
- * gen) makes a torn entry a miss.  Direct-mapped, with twice as many
+ * -> site id, the GC generation it was last found true in, and a hash
+ * of what its frames were named then (@names: paths, labels, lines).
+ * Ruby frees and moves code only in a GC, so within one generation a hit
+ * is the site; after a GC the stack is still that site when its frames
+ * name the same paths, labels and lines, which the frame memo (below)
+ * answers after naming each frame object once per generation (naming a
+ * whole stack again on every first hit after a GC cost ~4,000
+ * instructions, and with many sites every hit was one).  A difference is
+ * a miss.  Any thread holding the GVL writes it; @check (a hash of h,
+ * id, gen and names) makes a torn entry a miss.  Direct-mapped, with twice as many
  * entries as there are sites (2^14 to 2^20), so that its hit rate holds
  * as sites are added (a fixed 2^14 missed on most stacks at 100,000
  * sites, and a miss names every frame): a bigger one replaces it as the
@@ -24,6 +28,7 @@ struct stack_cache_entry {
 	uint64_t h;
 	uint32_t id, check;
 	uint64_t gen;
+	uint64_t names;
 };
 struct stack_cache {
 	unsigned bits;
@@ -85,10 +90,87 @@ uint64_t mw_stacks_memory(void)
 	return __atomic_load_n(&stack_cache_mapped, __ATOMIC_RELAXED);
 }
 
-static uint32_t stack_check(uint64_t h, uint32_t id, uint64_t gen)
+static uint32_t stack_check(uint64_t h, uint32_t id, uint64_t gen,
+			    uint64_t names)
 {
-	return (uint32_t)(((h ^ id ^ gen << 32 ^ gen >> 32) *
-			   0x9e3779b97f4a7c15ull) >> 32);
+	return (uint32_t)((((h ^ id ^ gen << 32 ^ gen >> 32) *
+			    0x9e3779b97f4a7c15ull ^ names) *
+			   0xbf58476d1ce4e5b9ull) >> 32);
+}
+
+/* Frames named in a GC generation: frame object -> a hash of its path
+ * and label (their bytes).  Within a generation a frame object names one
+ * piece of code.  Direct-mapped; written by threads holding the GVL,
+ * @check making a torn entry a miss. */
+#define FRAME_MEMO_BITS 12
+struct frame_memo_entry {
+	uintptr_t frame;
+	uint64_t gen;
+	uint64_t names;
+	uint64_t check;
+};
+static struct frame_memo_entry frame_memo[1u << FRAME_MEMO_BITS];
+#define NO_PATH 1	/* a frame without a path (its text stops there) */
+
+static uint64_t memo_check(uintptr_t frame, uint64_t gen, uint64_t names)
+{
+	return ((frame ^ gen * 0x94d049bb133111ebull) * 0x9e3779b97f4a7c15ull) ^
+	       names;
+}
+
+/* 64-bit FNV-1a of @s's bytes and its NUL, from @h. */
+static uint64_t bytes_hash(uint64_t h, const char *s)
+{
+	do {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	} while (*s++);
+	return h;
+}
+
+/* The hash of frame @frame's path and label in generation @gen, NO_PATH
+ * when it has no path.  Names the frame on a memo miss. */
+static uint64_t frame_names(uintptr_t frame, uint64_t gen)
+{
+	struct frame_memo_entry *m =
+		&frame_memo[((uint64_t)frame * 0x9e3779b97f4a7c15ull) >>
+			    (64 - FRAME_MEMO_BITS)];
+	const char *path, *label;
+	uint64_t n;
+
+	if (m->frame == frame && m->gen == gen &&
+	    m->check == memo_check(frame, gen, m->names))
+		return m->names;
+	if (!mw_ruby_frame_names(frame, &path, &label)) {
+		n = NO_PATH;
+	} else {
+		n = bytes_hash(0xcbf29ce484222325ull, path);
+		/* no label and an empty one make different texts */
+		n = label ? bytes_hash(n ^ 0x5a, label) : n ^ 0xa5;
+		n |= 2;		/* never NO_PATH */
+	}
+	m->frame = frame;
+	m->gen = gen;
+	m->names = n;
+	m->check = memo_check(frame, gen, n);
+	return n;
+}
+
+/* A hash of what @st's frames are named in generation @gen: their paths,
+ * labels and lines, in order.  Two stacks with the same hash have the
+ * same text (stack_text is a function of them alone). */
+static uint64_t stack_names(const struct mw_ruby_stack *st, uint64_t gen)
+{
+	uint64_t h = 0x2545f4914f6cdd1dull ^ (uint64_t)st->n;
+	int i;
+
+	for (i = 0; i < st->n; i++) {
+		h = (h ^ frame_names(st->frame[i], gen)) * 0xbf58476d1ce4e5b9ull;
+		h = (h ^ (uint64_t)(unsigned)st->line[i]) *
+		    0x94d049bb133111ebull;
+		h ^= h >> 29;
+	}
+	return h;
 }
 
 /* Appends @n bytes of @s at *@len in @buf (STACK_TEXT_MAX); 0 if they
@@ -141,17 +223,26 @@ struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
 	struct mw_site *cached = NULL, *s;
 	struct stack_cache *bigger;
 	size_t len = 0;
+	uint64_t names, had;
 	uint32_t id;
 	int i;
 
 	id = c->id;
 	seen = c->gen;
-	if (c->h == h && c->check == stack_check(h, id, seen)) {
+	had = c->names;
+	if (c->h == h && c->check == stack_check(h, id, seen, had)) {
 		cached = mw_site_get(id);
 		if (cached && !cached->stack)
 			cached = NULL;
 		if (cached && seen == gen)
 			return cached;
+	}
+	/* a GC ran since (or a miss): do the frames still name the same? */
+	names = stack_names(st, gen);
+	if (cached && names == had) {
+		c->gen = gen;
+		c->check = stack_check(h, id, gen, had);
+		return cached;
 	}
 	if (!text_frame(text, &len, st, 0, &path0))
 		return NULL;
@@ -174,6 +265,7 @@ struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
 	c->h = h;
 	c->id = s->id;
 	c->gen = gen;
-	c->check = stack_check(h, s->id, gen);
+	c->names = names;
+	c->check = stack_check(h, s->id, gen, names);
 	return s;
 }
