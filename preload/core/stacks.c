@@ -16,12 +16,13 @@
  * whole stack again on every first hit after a GC cost ~4,000
  * instructions, and with many sites every hit was one).  A difference is
  * a miss.  Any thread holding the GVL writes it; @check (a hash of h,
- * id, gen and names) makes a torn entry a miss.  Direct-mapped, with twice as many
- * entries as there are sites (2^14 to 2^20), so that its hit rate holds
- * as sites are added (a fixed 2^14 missed on most stacks at 100,000
- * sites, and a miss names every frame): a bigger one replaces it as the
- * sites outgrow it, and the old one is kept, as a reader may still
- * hold it. */
+ * id, gen and names) makes a torn entry a miss.
+ * Two-way set-associative, with twice as many entries as there are sites
+ * (2^14 to 2^20), so that its hit rate holds as sites are added (a fixed
+ * 2^14 missed on most stacks at 100,000 sites; direct-mapped, a quarter
+ * of the stacks shared their slot at 10,000; and a miss names every
+ * frame): a bigger one replaces it as the sites outgrow it, and the old
+ * one is kept, as a reader may still hold it. */
 #define STACK_CACHE_MIN_BITS 14
 #define STACK_CACHE_MAX_BITS 20
 struct stack_cache_entry {
@@ -41,6 +42,27 @@ static struct {
 } stack_cache_first = { .c = { .bits = STACK_CACHE_MIN_BITS } };
 static struct stack_cache *stack_cache = &stack_cache_first.c;
 static uint64_t stack_cache_mapped;	/* bytes, every cache mapped */
+/* Which way of a full set a new entry replaces: bumped without atomics
+ * (a lost bump only repeats a choice). */
+static unsigned stack_cache_victim;
+
+/* The set of two entries hash @h falls in. */
+static struct stack_cache_entry *cache_set(struct stack_cache *cache,
+					   uint64_t h)
+{
+	return &cache->slot[(h >> (64 - cache->bits)) & ~(uint64_t)1];
+}
+
+/* The entry of @set holding @h, else the one a new entry takes. */
+static struct stack_cache_entry *set_entry(struct stack_cache_entry *set,
+					   uint64_t h)
+{
+	if (set[0].h == h)
+		return &set[0];
+	if (set[1].h == h)
+		return &set[1];
+	return &set[stack_cache_victim++ & 1];
+}
 /* The longest stack text kept; frames beyond it are dropped. */
 #define STACK_TEXT_MAX 4096
 
@@ -217,7 +239,7 @@ struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
 	uint64_t h = stack_hash(st), seen;
 	struct stack_cache *cache = __atomic_load_n(&stack_cache,
 						    __ATOMIC_ACQUIRE);
-	struct stack_cache_entry *c = &cache->slot[h >> (64 - cache->bits)];
+	struct stack_cache_entry *c = set_entry(cache_set(cache, h), h);
 	char text[STACK_TEXT_MAX];
 	const char *path0 = NULL;
 	struct mw_site *cached = NULL, *s;
@@ -261,7 +283,7 @@ struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
 	}
 	bigger = cache_for_sites(cache);
 	if (bigger != cache)
-		c = &bigger->slot[h >> (64 - bigger->bits)];
+		c = set_entry(cache_set(bigger, h), h);
 	c->h = h;
 	c->id = s->id;
 	c->gen = gen;
