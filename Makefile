@@ -141,7 +141,7 @@ gotm_exe = $(if $(call gotm_has,nopie,$1),-fno-pie -no-pie,-fPIE -pie) \
 PRODUCT = $(LIBMWRAP) $(INJECTOR) $(RUBY_EXT)
 
 build: $(PRODUCT) $(TEST_TARGETS) $(C_TESTS) $(GOTM_BINS) build/bench/libcount.so \
-	build/bench/manysites
+	build/bench/manysites build/bench/churn
 
 product: $(PRODUCT)
 
@@ -158,6 +158,11 @@ $(RUBY_EXT): ruby-ext/ext/mwrap_ext/mwrap_ext.c \
 build/bench/libcount.so: bench/count/count.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+# bench/callgrind's C target: malloc+free pairs from one call site
+build/bench/churn: bench/churn/churn.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -o $@ $<
 
 # a dump of 100,000 native sites, timed (bench/symbols/manysites.c)
 build/bench/manysites: bench/symbols/manysites.c
@@ -253,6 +258,7 @@ build/tests/test_control: preload/base/command.c
 build/tests/test_symtab: preload/base/elfsyms.c \
 	build/targets/statics build/targets/statics-stripped
 build/tests/test_live build/tests/test_live_threads: preload/core/live.c \
+	preload/core/live.h preload/base/spin.h \
 	tests/c/live_fixture.h
 build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 	@mkdir -p $(@D)

@@ -10,49 +10,25 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define SHARD_BITS 8
+#define SHARD_BITS MW_LIVE_SHARD_BITS
 #define NSHARDS (1u << SHARD_BITS)
 #define INITIAL_SLOTS 256u	/* per shard, on first use */
 
-/* Each field is protected by the shard's lock. */
-struct shard {
-	int lock;
-	uint32_t mask;		/* slots - 1, 0 before first use */
-	uint64_t count;
-	uint64_t unknown;	/* removes of pointers not in the table */
-	uint64_t unknown_bytes;	/* their usable sizes */
-	struct mw_live_entry *slots;
-} __attribute__((aligned(64)));
-
-static struct shard shards[NSHARDS];
+/* Each field but the lock is protected by the shard's lock. */
+#define shard mw_live_shard
+struct shard mw_live_shards[NSHARDS];
+#define shards mw_live_shards
 /* Entries a full table could not take: atomic adds by hooks, relaxed
  * reads by readers. */
 uint64_t mw_live_dropped;
 
-static inline uint64_t mix(uintptr_t ptr)
-{
-	/* malloc pointers are 16-byte aligned: drop the zero bits */
-	return (uint64_t)(ptr >> 4) * 0x9e3779b97f4a7c15ull;
-}
+#define mix mw_live_mix
+#define shard_of mw_live_shard_of
+#define reserve_locked mw_live_reserve_locked
+#define probe_locked mw_live_probe_locked
+#define grow_locked mw_live_grow_locked
 
-/* The shard is chosen by the 1 MiB region a block lies in, not by the
- * pointer's own hash: glibc gives each thread its own arena, so threads
- * mostly lock and write shards of their own instead of trading every
- * shard's line between cores.  A region holds at most 32Ki blocks, and
- * a large heap spans many regions, so shards stay balanced. */
-#define REGION_SHIFT 20
-
-static inline struct shard *shard_of(uintptr_t ptr)
-{
-	uint64_t r = (uint64_t)(ptr >> REGION_SHIFT) * 0x9e3779b97f4a7c15ull;
-
-	return &shards[r >> (64 - SHARD_BITS)];
-}
-
-static inline uint32_t home(uint64_t h, uint32_t mask)
-{
-	return (uint32_t)(h >> 16) & mask;
-}
+#define home mw_live_home
 
 static struct mw_live_entry *map_slots(uint32_t n)
 {
@@ -63,8 +39,9 @@ static struct mw_live_entry *map_slots(uint32_t n)
 	return m == MAP_FAILED ? NULL : m;
 }
 
-/* Doubles the shard (or creates it); caller holds its lock. */
-static int grow_locked(struct shard *sh)
+/* Doubles the shard (or creates it); caller holds its lock.  Out of
+ * line: once per doubling. */
+__attribute__((noinline, cold)) int mw_live_grow_locked(struct shard *sh)
 {
 	uint32_t old_n = sh->mask ? sh->mask + 1 : 0;
 	uint32_t n = old_n ? old_n * 2 : INITIAL_SLOTS;
@@ -91,68 +68,6 @@ static int grow_locked(struct shard *sh)
 	if (old)
 		munmap(old, (size_t)old_n * sizeof(struct mw_live_entry));
 	return 0;
-}
-
-void mw_live_prefetch(uintptr_t ptr)
-{
-	uint64_t h = mix(ptr);
-	struct shard *sh = shard_of(ptr);
-	/* unlocked reads: a stale answer only prefetches the wrong line */
-	struct mw_live_entry *slots = __atomic_load_n(&sh->slots,
-						      __ATOMIC_RELAXED);
-	uint32_t mask = __atomic_load_n(&sh->mask, __ATOMIC_RELAXED);
-
-	if (slots)
-		__builtin_prefetch(&slots[home(h, mask)], 1);
-}
-
-/* Makes room for one more entry: keeps the load factor at or below 3/4;
- * if growing fails, a table with an empty slot left just runs fuller.
- * Returns 0, or -ENOMEM (counted as dropped).  Caller holds the lock. */
-static int reserve_locked(struct shard *sh)
-{
-	if ((sh->count + 1) * 4 > ((uint64_t)sh->mask + 1) * 3 &&
-	    grow_locked(sh) && sh->count + 1 > sh->mask) {
-		__atomic_add_fetch(&mw_live_dropped, 1, __ATOMIC_RELAXED);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* The slot holding @ptr, or the empty slot that ends its probe run.
- * Caller holds the lock of a shard in use (mask != 0). */
-static inline uint32_t probe_locked(const struct shard *sh, uintptr_t ptr)
-{
-	uint32_t i;
-
-	for (i = home(mix(ptr), sh->mask);
-	     sh->slots[i].key && mw_live_ptr(&sh->slots[i]) != ptr;
-	     i = (i + 1) & sh->mask)
-		;
-	return i;
-}
-
-int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
-{
-	struct shard *sh = shard_of(mw_live_ptr(e));
-	uint32_t i;
-	int ret = 0;
-
-	mw_spin_lock(&sh->lock);
-	if (reserve_locked(sh)) {
-		mw_spin_unlock(&sh->lock);
-		return -ENOMEM;
-	}
-	i = probe_locked(sh, mw_live_ptr(e));
-	if (sh->slots[i].key) {
-		*stale = sh->slots[i];
-		ret = 1;
-	} else {
-		sh->count++;
-	}
-	sh->slots[i] = *e;
-	mw_spin_unlock(&sh->lock);
-	return ret;
 }
 
 int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
@@ -185,8 +100,8 @@ int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
  * tracking began): counted with its usable size, asked while the block
  * still exists.  Under the lock, whose line is ours already, so no
  * atomic is needed; out of line, off the path of tracked blocks. */
-static __attribute__((noinline, cold)) void
-unknown_locked(struct shard *sh, uintptr_t ptr)
+__attribute__((noinline, cold)) void
+mw_live_unknown_locked(struct shard *sh, uintptr_t ptr)
 {
 	uint64_t bytes = mw_real.malloc_usable_size ?
 			 mw_real.malloc_usable_size((void *)ptr) : 0;
@@ -195,59 +110,6 @@ unknown_locked(struct shard *sh, uintptr_t ptr)
 	/* read without the lock by mw_live_unknown_bytes */
 	__atomic_store_n(&sh->unknown_bytes, sh->unknown_bytes + bytes,
 			 __ATOMIC_RELAXED);
-}
-
-static int remove_entry(uintptr_t ptr, struct mw_live_entry *out,
-			int count_unknown)
-{
-	uint64_t h = mix(ptr);
-	struct shard *sh = shard_of(ptr);
-	struct mw_live_entry *s;
-	uint32_t i, j, mask;
-
-	mw_spin_lock(&sh->lock);
-	mask = sh->mask;
-	s = sh->slots;
-	if (!mask) {
-		if (count_unknown)
-			unknown_locked(sh, ptr);
-		mw_spin_unlock(&sh->lock);
-		return 0;
-	}
-	for (i = home(h, mask); mw_live_ptr(&s[i]) != ptr; i = (i + 1) & mask) {
-		if (!s[i].key) {
-			if (count_unknown)
-				unknown_locked(sh, ptr);
-			mw_spin_unlock(&sh->lock);
-			return 0;
-		}
-	}
-	*out = s[i];
-	/* backward-shift deletion: pull later members of the probe run
-	 * into the hole when their home position allows it */
-	for (j = (i + 1) & mask; s[j].key; j = (j + 1) & mask) {
-		uint32_t k = home(mix(mw_live_ptr(&s[j])), mask);
-
-		/* move s[j] to i unless its home lies cyclically in (i, j] */
-		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
-			s[i] = s[j];
-			i = j;
-		}
-	}
-	s[i].key = 0;
-	sh->count--;
-	mw_spin_unlock(&sh->lock);
-	return 1;
-}
-
-int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
-{
-	return remove_entry(ptr, out, 1);
-}
-
-int mw_live_take(uintptr_t ptr, struct mw_live_entry *out)
-{
-	return remove_entry(ptr, out, 0);
 }
 
 void mw_live_add_unknown(uintptr_t ptr, uint64_t bytes)

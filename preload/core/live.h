@@ -14,6 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <errno.h>
+
+#include "base/spin.h"
+
 #define MW_LIVE_SIZE_MAX ((UINT64_C(1) << 39) - 1)
 /* Set on a block whose free must be reported (see mw_live_watch). */
 #define MW_LIVE_WATCHED (UINT64_C(1) << 39)
@@ -71,31 +75,67 @@ static inline uint64_t mw_live_birth(const struct mw_live_entry *e)
 	return e->size_birth >> MW_BIRTH_SHIFT;
 }
 
-/* Records @e.  If the pointer is already present (its free was never seen,
- * e.g. made through a pointer to free captured before attach), the old
- * entry is replaced and returned in *@stale with 1; else returns 0.
- * Returns -ENOMEM when the table cannot grow (nothing recorded).
- * Context: hook-safe with the recursion guard raised. */
-int mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale);
+/* The shards, owned by live.c: here only for mw_live_prefetch. */
+#define MW_LIVE_SHARD_BITS 8
+struct mw_live_shard {
+	int lock;
+	uint32_t mask;		/* slots - 1, 0 before first use */
+	uint64_t count;
+	uint64_t unknown;	/* removes of pointers not in the table */
+	uint64_t unknown_bytes;	/* their usable sizes */
+	struct mw_live_entry *slots;
+} __attribute__((aligned(64)));
+extern struct mw_live_shard mw_live_shards[1u << MW_LIVE_SHARD_BITS];
+
+/* The shard is chosen by the 1 MiB region a block lies in, not by the
+ * pointer's own hash: glibc gives each thread its own arena, so threads
+ * mostly lock and write shards of their own instead of trading every
+ * shard's line between cores.  A region holds at most 32Ki blocks, and
+ * a large heap spans many regions, so shards stay balanced. */
+#define MW_LIVE_REGION_SHIFT 20
+
+/* Context: any; pure. */
+static inline struct mw_live_shard *mw_live_shard_of(uintptr_t ptr)
+{
+	uint64_t r = (uint64_t)(ptr >> MW_LIVE_REGION_SHIFT) *
+		     0x9e3779b97f4a7c15ull;
+
+	return &mw_live_shards[r >> (64 - MW_LIVE_SHARD_BITS)];
+}
+
+/* A pointer's hash (malloc pointers are 16-byte aligned: the zero bits
+ * are dropped) and its home slot in a shard of @mask + 1 slots.
+ * Context: any; pure. */
+static inline uint64_t mw_live_mix(uintptr_t ptr)
+{
+	return (uint64_t)(ptr >> 4) * 0x9e3779b97f4a7c15ull;
+}
+
+static inline uint32_t mw_live_home(uint64_t h, uint32_t mask)
+{
+	return (uint32_t)(h >> 16) & mask;
+}
 
 /* Starts loading the slot @ptr would go to, so that a later insert or
  * remove finds it in cache.  Context: hook-safe; never faults. */
-void mw_live_prefetch(uintptr_t ptr);
+static inline void mw_live_prefetch(uintptr_t ptr)
+{
+	struct mw_live_shard *sh = mw_live_shard_of(ptr);
+	/* unlocked reads: a stale answer only prefetches the wrong line */
+	struct mw_live_entry *slots = __atomic_load_n(&sh->slots,
+						      __ATOMIC_RELAXED);
+	uint32_t mask = __atomic_load_n(&sh->mask, __ATOMIC_RELAXED);
+
+	if (slots)
+		__builtin_prefetch(&slots[mw_live_home(mw_live_mix(ptr), mask)],
+				   1);
+}
 
 /* Watches the block at @ptr: its entry, or a new one of @marker_site
  * (size 0) when it has none, gets MW_LIVE_WATCHED, which its removal
  * hands back.  Returns 0 when the block had an entry, 1 when the marker
  * was made, -ENOMEM when the table cannot grow.  Context: hook-safe. */
 int mw_live_watch(uintptr_t ptr, uint32_t marker_site);
-
-/* Removes @ptr; copies its entry to *@out and returns 1, or returns 0 if
- * the pointer is unknown, counting it with the allocator's usable size
- * (so @ptr must still be allocated).  Context: as mw_live_insert. */
-int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out);
-
-/* As mw_live_remove, but a pointer not found is not counted as an
- * unknown free (for lookups that may well miss).  Context: hook. */
-int mw_live_take(uintptr_t ptr, struct mw_live_entry *out);
 
 /* Counts a free of a block not in the table, of @bytes (its usable
  * size), made some other way than mw_live_remove (realloc).
@@ -134,5 +174,144 @@ uint64_t mw_live_unknown_bytes(void);
 
 /* Inserts that failed for lack of memory. */
 extern uint64_t mw_live_dropped;
+
+/* The hot operations, inline so that a hook's insert and remove cost no
+ * calls; what is rare (growing a shard, an unknown pointer) stays out
+ * of line in live.c. */
+
+/* Doubles @sh (or creates it), returns 0 or -ENOMEM.  Caller holds its
+ * lock.  Context: hook-safe (mmap, never malloc). */
+int mw_live_grow_locked(struct mw_live_shard *sh);
+/* Counts the remove of @ptr, not in the table, with its usable size.
+ * Caller holds the lock of @ptr's shard.  Context: hook-safe. */
+void mw_live_unknown_locked(struct mw_live_shard *sh, uintptr_t ptr);
+
+/* Makes room for one more entry: keeps the load factor at or below 3/4;
+ * if growing fails, a table with an empty slot left just runs fuller.
+ * Returns 0, or -ENOMEM (counted as dropped).  Caller holds the lock. */
+static inline int mw_live_reserve_locked(struct mw_live_shard *sh)
+{
+	if (__builtin_expect((sh->count + 1) * 4 >
+			     ((uint64_t)sh->mask + 1) * 3, 0) &&
+	    mw_live_grow_locked(sh) && sh->count + 1 > sh->mask) {
+		__atomic_add_fetch(&mw_live_dropped, 1, __ATOMIC_RELAXED);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Whether entry key @key is that of @ptr (its ptr >> 4 bits).
+ * Context: any; pure. */
+static inline int mw_live_key_is(uint64_t key, uintptr_t ptr)
+{
+	return (key & ((UINT64_C(1) << MW_LIVE_PTR_BITS) - 1)) ==
+	       (uint64_t)ptr >> 4;
+}
+
+/* The slot holding @ptr, or the empty slot that ends its probe run.
+ * Caller holds the lock of a shard in use (mask != 0). */
+static inline uint32_t mw_live_probe_locked(const struct mw_live_shard *sh,
+					    uintptr_t ptr)
+{
+	const struct mw_live_entry *s = sh->slots;
+	uint32_t mask = sh->mask, i;
+
+	for (i = mw_live_home(mw_live_mix(ptr), mask);
+	     s[i].key && !mw_live_key_is(s[i].key, ptr); i = (i + 1) & mask)
+		;
+	return i;
+}
+
+/* Records @e.  If the pointer is already present (its free was never seen,
+ * e.g. made through a pointer to free captured before attach), the old
+ * entry is replaced and returned in *@stale with 1; else returns 0.
+ * Returns -ENOMEM when the table cannot grow (nothing recorded).
+ * Context: hook-safe with the recursion guard raised. */
+static inline __attribute__((always_inline)) int
+mw_live_insert(const struct mw_live_entry *e,
+				 struct mw_live_entry *stale)
+{
+	struct mw_live_shard *sh = mw_live_shard_of(mw_live_ptr(e));
+	uint32_t i;
+	int ret = 0;
+
+	mw_spin_lock(&sh->lock);
+	if (mw_live_reserve_locked(sh)) {
+		mw_spin_unlock(&sh->lock);
+		return -ENOMEM;
+	}
+	i = mw_live_probe_locked(sh, mw_live_ptr(e));
+	if (sh->slots[i].key) {
+		*stale = sh->slots[i];
+		ret = 1;
+	} else {
+		sh->count++;
+	}
+	sh->slots[i] = *e;
+	mw_spin_unlock(&sh->lock);
+	return ret;
+}
+
+/* mw_live_remove and mw_live_take: @count_unknown says which. */
+static inline __attribute__((always_inline)) int
+mw_live_remove_entry(uintptr_t ptr, struct mw_live_entry *out,
+		     int count_unknown)
+{
+	uint64_t h = mw_live_mix(ptr);
+	struct mw_live_shard *sh = mw_live_shard_of(ptr);
+	struct mw_live_entry *s;
+	uint32_t i, j, mask;
+
+	mw_spin_lock(&sh->lock);
+	mask = sh->mask;
+	s = sh->slots;
+	if (!mask) {
+		if (count_unknown)
+			mw_live_unknown_locked(sh, ptr);
+		mw_spin_unlock(&sh->lock);
+		return 0;
+	}
+	for (i = mw_live_home(h, mask); !mw_live_key_is(s[i].key, ptr);
+	     i = (i + 1) & mask) {
+		if (!s[i].key) {
+			if (count_unknown)
+				mw_live_unknown_locked(sh, ptr);
+			mw_spin_unlock(&sh->lock);
+			return 0;
+		}
+	}
+	*out = s[i];
+	/* backward-shift deletion: pull later members of the probe run
+	 * into the hole when their home position allows it */
+	for (j = (i + 1) & mask; s[j].key; j = (j + 1) & mask) {
+		uint32_t k = mw_live_home(mw_live_mix(mw_live_ptr(&s[j])), mask);
+
+		/* move s[j] to i unless its home lies cyclically in (i, j]:
+		 * when it sits at least as far from home as from the hole */
+		if (((j - k) & mask) >= ((j - i) & mask)) {
+			s[i] = s[j];
+			i = j;
+		}
+	}
+	s[i].key = 0;
+	sh->count--;
+	mw_spin_unlock(&sh->lock);
+	return 1;
+}
+
+/* Removes @ptr; copies its entry to *@out and returns 1, or returns 0 if
+ * the pointer is unknown, counting it with the allocator's usable size
+ * (so @ptr must still be allocated).  Context: as mw_live_insert. */
+static inline int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
+{
+	return mw_live_remove_entry(ptr, out, 1);
+}
+
+/* As mw_live_remove, but a pointer not found is not counted as an
+ * unknown free (for lookups that may well miss).  Context: hook. */
+static inline int mw_live_take(uintptr_t ptr, struct mw_live_entry *out)
+{
+	return mw_live_remove_entry(ptr, out, 0);
+}
 
 #endif

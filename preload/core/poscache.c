@@ -15,34 +15,22 @@
  * code_generation, makes a torn or outdated entry a miss. */
 #define POS_CACHE_MIN_BITS 12
 #define POS_CACHE_MAX_BITS 20
-struct pos_cache_entry {
-	uintptr_t pc;
-	uint32_t id, check;
-};
-struct pos_cache {
-	unsigned bits;
-	struct pos_cache_entry slot[];
-};
-static struct pos_cache *pos_cache;
+struct mw_pos_cache *mw_pos_cache;
+#define pos_cache mw_pos_cache
+#define pos_slot mw_pos_slot
+#define pos_check mw_pos_check
+#define code_generation mw_pos_generation
 static uint64_t pos_cache_mapped;	/* bytes, every cache made */
-static uint32_t code_generation;
-
-static struct pos_cache_entry *pos_slot(struct pos_cache *cache,
-					 const struct mw_ruby_pos *pos)
-{
-	uint64_t h = (uint64_t)(pos->pc >> 3) * 0x9e3779b97f4a7c15ull;
-
-	return &cache->slot[h >> (64 - cache->bits)];
-}
+uint32_t mw_pos_generation;
 
 /* The cache to remember in: a bigger one once the sites outgrow it;
  * NULL when none can be mapped. */
-static struct pos_cache *pos_cache_for_sites(void)
+static struct mw_pos_cache *pos_cache_for_sites(void)
 {
-	struct pos_cache *cur = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
+	struct mw_pos_cache *cur = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
 	uint64_t want = 2 * (uint64_t)mw_sites_count();
 	unsigned bits = POS_CACHE_MIN_BITS;
-	struct pos_cache *c;
+	struct mw_pos_cache *c;
 	size_t len;
 
 	if (cur && ((1u << cur->bits) >= want || cur->bits == POS_CACHE_MAX_BITS))
@@ -64,38 +52,12 @@ static struct pos_cache *pos_cache_for_sites(void)
 	return c;
 }
 
-static uint32_t pos_check(uintptr_t pc, uintptr_t iseq, uint32_t gen,
-			  uint32_t id)
-{
-	uint64_t h = (pc ^ (iseq << 1) ^ ((uint64_t)gen << 32 | id)) *
-		     0x9e3779b97f4a7c15ull;
-
-	return (uint32_t)(h >> 32);
-}
-
-struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos)
-{
-	struct pos_cache *cache = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
-	uint32_t gen = __atomic_load_n(&code_generation, __ATOMIC_ACQUIRE);
-	const struct pos_cache_entry *c;
-	uint32_t id;
-
-	if (!cache)
-		return NULL;
-	c = pos_slot(cache, pos);
-	id = c->id;
-	if (pos->pc && c->pc == pos->pc &&
-	    c->check == pos_check(pos->pc, pos->iseq, gen, id))
-		return mw_site_get(id);
-	return NULL;
-}
-
 void mw_site_remember_pos(const struct mw_ruby_pos *pos,
 			  const struct mw_site *s)
 {
 	uint32_t gen = __atomic_load_n(&code_generation, __ATOMIC_ACQUIRE);
-	struct pos_cache *cache;
-	struct pos_cache_entry *c;
+	struct mw_pos_cache *cache;
+	struct mw_pos_cache_entry *c;
 
 	if (!pos->pc || !s)
 		return;

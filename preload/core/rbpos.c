@@ -2,6 +2,7 @@
 /* rbpos.c - see rbpos.h */
 #define _GNU_SOURCE
 #include "core/rbpos.h"
+#include "core/tls.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -150,8 +151,9 @@ static int frames_check(const uintptr_t *ec)
 }
 
 /* One try at proving the 3.2+ layout, on a Ruby thread holding the GVL
- * whose EC @ec exists: 1 proven, 0 not yet, -1 disproved. */
-static int find_layout(void **ec)
+ * whose EC @ec exists: 1 proven, 0 not yet, -1 disproved.  Out of line
+ * (cold): its buffers would widen the frame of every mw_ruby_pos. */
+static __attribute__((noinline, cold)) int find_layout(void **ec)
 {
 	uintptr_t words[16], th[TH_SELF + 1], self = thread_current();
 	int m;
@@ -199,6 +201,17 @@ struct tls_index {
 };
 extern void *__tls_get_addr(struct tls_index *ti);
 static struct tls_index ec_index;
+
+/* The calling thread's &ruby_current_ec: __tls_get_addr once per
+ * thread, then remembered in our own (initial-exec) TLS. */
+static inline void **ec_slot(void)
+{
+	void **slot = mw_tls.ruby_ec;
+
+	if (__builtin_expect(!slot, 0))
+		mw_tls.ruby_ec = slot = __tls_get_addr(&ec_index);
+	return slot;
+}
 
 /* Ruby 3.2+ does not export ruby_current_ec, but its functions reach it
  * through the general-dynamic TLS sequence, whose bytes the ABI fixes
@@ -322,7 +335,7 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 		pos->pc = pos->iseq = 0;
 		if (__atomic_load_n(&frames_known, __ATOMIC_RELAXED) ||
 		    layout_tries > 0) {
-			ec = __tls_get_addr(&ec_index);
+			ec = ec_slot();
 			if (*ec)
 				walk_frames(pos, *ec);
 		}
@@ -333,7 +346,7 @@ int mw_ruby_pos(struct mw_ruby_pos *pos)
 	if (!has_gvl() || !*vm_ptr)
 		return 0;
 	/* During ruby_setup() the GVL is held before the EC exists. */
-	ec = __tls_get_addr(&ec_index);
+	ec = ec_slot();
 	if (!*ec)
 		return 0;
 	__atomic_store_n(&mw_ruby_generation, gc_count(), __ATOMIC_RELAXED);

@@ -19,8 +19,9 @@ static int resolving;
 int mw_real_resolved;
 
 /* 64 KiB is ample: glibc's dlsym makes one small calloc. */
-#define BOOT_SIZE (64 * 1024)
-static char boot_arena[BOOT_SIZE] __attribute__((aligned(64)));
+#define BOOT_SIZE MW_BOOT_SIZE
+char mw_boot_arena[BOOT_SIZE] __attribute__((aligned(64)));
+#define boot_arena mw_boot_arena
 static size_t boot_used;	/* atomic */
 
 void *mw_boot_alloc(size_t size, size_t align)
@@ -43,12 +44,6 @@ void *mw_boot_alloc(size_t size, size_t align)
 					      __ATOMIC_RELAXED));
 	memcpy(boot_arena + start - 8, &size, sizeof(size));
 	return boot_arena + start;	/* static storage is zeroed */
-}
-
-int mw_boot_owns(const void *p)
-{
-	return (const char *)p >= boot_arena &&
-	       (const char *)p < boot_arena + BOOT_SIZE;
 }
 
 size_t mw_boot_size(const void *p)

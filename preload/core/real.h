@@ -10,6 +10,7 @@
 #define MW_REAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/hooklist.h"
 
@@ -58,8 +59,16 @@ int mw_real_use_global(void);
  * Returns NULL (errno ENOMEM) when the arena is exhausted.
  * Context: hook (before the real functions are known); lock-free. */
 void *mw_boot_alloc(size_t size, size_t align);
+/* The arena itself (real.c); only mw_boot_owns reads it here. */
+#define MW_BOOT_SIZE (64 * 1024)
+extern char mw_boot_arena[MW_BOOT_SIZE];
+
 /* Context: hook; pure. */
-int mw_boot_owns(const void *p);
+static inline int mw_boot_owns(const void *p)
+{
+	/* one unsigned compare: below the arena wraps to a large offset */
+	return (uintptr_t)((const char *)p - mw_boot_arena) < MW_BOOT_SIZE;
+}
 /* Usable size of a bootstrap block (for realloc).
  * Context: hook; @p a bootstrap block. */
 size_t mw_boot_size(const void *p);

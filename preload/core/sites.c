@@ -15,12 +15,14 @@
 #include <unistd.h>
 
 /* Records: MW_SITE_MAX / CHUNK chunks of CHUNK records, mapped on demand. */
-#define CHUNK_SHIFT 12
-#define CHUNK (1u << CHUNK_SHIFT)
-static struct mw_site *chunks[MW_SITE_MAX / CHUNK];
+#define CHUNK_SHIFT MW_SITE_CHUNK_SHIFT
+#define CHUNK MW_SITE_CHUNK
+struct mw_site *mw_site_chunks[MW_SITE_MAX / CHUNK];
+#define chunks mw_site_chunks
 /* Next free id; id 0 is never used.  Written under create_lock, read
  * anywhere with acquire ordering. */
-static uint32_t next_id = 1;
+uint32_t mw_site_next_id = 1;
+#define next_id mw_site_next_id
 
 /* Key strings: bump-allocated from mmap'd blocks, never freed.
  * Protected by create_lock. */
@@ -56,17 +58,8 @@ struct loc_cache_entry {
 };
 static struct loc_cache_entry loc_cache[1u << LOC_CACHE_BITS];
 
-/* Native callers seen recently: caller address -> site id, for threads
- * without the GVL (no Ruby location), which would otherwise enter an RCU
- * read section and walk the hash table on every allocation.  Any thread
- * writes it: a torn entry fails the check against the site's own
- * address and only costs a miss. */
-#define ADDR_CACHE_BITS 12
-struct addr_cache_entry {
-	uintptr_t addr;
-	uint32_t id;
-};
-static struct addr_cache_entry addr_cache[1u << ADDR_CACHE_BITS];
+/* Native callers seen recently (sites.h) */
+struct mw_addr_cache_entry mw_addr_cache[1u << MW_ADDR_CACHE_BITS];
 
 /* Buckets: created with MIN_BUCKETS, grown by us (never by a worker
  * of liburcu's: with CDS_LFHT_AUTO_RESIZE, cds_lfht_new starts one and
@@ -203,21 +196,6 @@ void mw_sites_fork_unlock(int child)
 	mw_spin_unlock(&grow_lock);
 }
 
-uint32_t mw_sites_count(void)
-{
-	return __atomic_load_n(&next_id, __ATOMIC_ACQUIRE);
-}
-
-struct mw_site *mw_site_get(uint32_t id)
-{
-	struct mw_site *chunk;
-
-	if (id == 0 || id >= mw_sites_count())
-		return NULL;
-	chunk = __atomic_load_n(&chunks[id >> CHUNK_SHIFT], __ATOMIC_ACQUIRE);
-	return chunk ? &chunk[id & (CHUNK - 1)] : NULL;
-}
-
 uint64_t mw_sites_memory(void)
 {
 	uint32_t n = mw_sites_count();
@@ -253,12 +231,7 @@ static unsigned long hash_location(const char *path, size_t len, int line)
 	return (unsigned long)(h * 0xbf58476d1ce4e5b9ull);
 }
 
-static unsigned long hash_addr(uintptr_t addr)
-{
-	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ull;
-
-	return (unsigned long)(h ^ (h >> 32));
-}
+#define hash_addr mw_site_hash_addr
 
 /* What a lookup compares against. */
 struct key {
@@ -510,19 +483,12 @@ struct mw_site *mw_site_find_addr(uintptr_t addr)
 	return find_only(&k, hash);
 }
 
-struct mw_site *mw_site_for_addr(uintptr_t addr)
+struct mw_site *mw_site_for_addr_miss(uintptr_t addr,
+				      struct mw_addr_cache_entry *c)
 {
-	unsigned long hash = hash_addr(addr);
-	struct addr_cache_entry *c =
-		&addr_cache[hash >> (sizeof(hash) * 8 - ADDR_CACHE_BITS)];
 	struct mw_site *s;
 	struct key k;
 
-	if (__atomic_load_n(&c->addr, __ATOMIC_RELAXED) == addr) {
-		s = mw_site_get(__atomic_load_n(&c->id, __ATOMIC_RELAXED));
-		if (s && !s->key && s->addr == addr)
-			return s;
-	}
 	s = find_or_create(&k, key_addr(&k, addr));	/* a miss: the table */
 	if (s) {
 		__atomic_store_n(&c->addr, addr, __ATOMIC_RELAXED);

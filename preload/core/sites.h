@@ -47,6 +47,23 @@ struct mw_site {
 	uint32_t id;
 };
 
+/* Native callers seen recently: caller address -> site id, for threads
+ * without the GVL (no Ruby location), which would otherwise walk the
+ * hash table on every allocation.  Any thread writes it: a torn entry
+ * fails the check against the site's own address and only costs a
+ * miss.  Owned by sites.c; read here by mw_site_for_addr. */
+#define MW_ADDR_CACHE_BITS 12
+struct mw_addr_cache_entry {
+	uintptr_t addr;
+	uint32_t id;
+};
+extern struct mw_addr_cache_entry mw_addr_cache[1u << MW_ADDR_CACHE_BITS];
+
+/* mw_site_for_addr's miss: the table, then the cache entry @c.
+ * Context: as mw_site_for_addr. */
+struct mw_site *mw_site_for_addr_miss(uintptr_t addr,
+				      struct mw_addr_cache_entry *c);
+
 /* a - b, clamped at 0: counters are read while hooks update them, so
  * a difference of two of them can be caught mid-update.
  * Context: any; pure. */
@@ -70,7 +87,7 @@ int mw_sites_init(void);
  * the thread whose new site outgrows the buckets grows them (up to 8192,
  * single-threaded). */
 struct mw_site *mw_site_for_location(const char *path, int line);
-struct mw_site *mw_site_for_addr(uintptr_t addr);
+static inline struct mw_site *mw_site_for_addr(uintptr_t addr);
 
 /* --stacks: finds or creates the site of a stack named @text (@len
  * bytes, see struct mw_site's stack), whose innermost frame is
@@ -102,13 +119,34 @@ void mw_sites_grow_table(void);
 void mw_sites_fork_lock(void);
 void mw_sites_fork_unlock(int child);
 
+/* Records: chunks of MW_SITE_CHUNK, mapped on demand and published
+ * with a release store; the next free id, stored with release ordering
+ * once its record is complete.  Owned by sites.c; read here only by
+ * the two inline functions below. */
+#define MW_SITE_CHUNK_SHIFT 12
+#define MW_SITE_CHUNK (1u << MW_SITE_CHUNK_SHIFT)
+extern struct mw_site *mw_site_chunks[MW_SITE_MAX / MW_SITE_CHUNK];
+extern uint32_t mw_site_next_id;
+
 /* Number of ids handed out so far (ids 1 .. n-1 exist).
  * Context: any; never allocates. */
-uint32_t mw_sites_count(void);
+static inline uint32_t mw_sites_count(void)
+{
+	return __atomic_load_n(&mw_site_next_id, __ATOMIC_ACQUIRE);
+}
 
 /* The site with this id, or NULL if there is none (yet).
  * Context: any, hooks included; never allocates. */
-struct mw_site *mw_site_get(uint32_t id);
+static inline struct mw_site *mw_site_get(uint32_t id)
+{
+	struct mw_site *chunk;
+
+	if (id - 1 >= mw_sites_count() - 1)	/* id 0 wraps: also out */
+		return NULL;
+	chunk = __atomic_load_n(&mw_site_chunks[id >> MW_SITE_CHUNK_SHIFT],
+				__ATOMIC_ACQUIRE);
+	return chunk ? &chunk[id & (MW_SITE_CHUNK - 1)] : NULL;
+}
 
 /* Zeroes every site's counters.  Not atomic with concurrent hooks.
  * Context: not a hook. */
@@ -120,5 +158,28 @@ extern uint64_t mw_sites_dropped;
 /* Bytes of memory the site table holds (records, keys and hot sites'
  * stripes; hash buckets excluded).  Context: any; never allocates. */
 uint64_t mw_sites_memory(void);
+
+static inline unsigned long mw_site_hash_addr(uintptr_t addr)
+{
+	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned long)(h ^ (h >> 32));
+}
+
+static inline struct mw_site *mw_site_for_addr(uintptr_t addr)
+{
+	struct mw_addr_cache_entry *c =
+		&mw_addr_cache[mw_site_hash_addr(addr) >>
+			       (sizeof(unsigned long) * 8 - MW_ADDR_CACHE_BITS)];
+
+	if (__atomic_load_n(&c->addr, __ATOMIC_RELAXED) == addr) {
+		struct mw_site *s =
+			mw_site_get(__atomic_load_n(&c->id, __ATOMIC_RELAXED));
+
+		if (s && !s->key && s->addr == addr)
+			return s;
+	}
+	return mw_site_for_addr_miss(addr, c);
+}
 
 #endif

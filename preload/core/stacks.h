@@ -23,6 +23,10 @@
 struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
 				  uint64_t gen);
 
+/* Bytes of the stack caches mapped beyond the first (static) one.
+ * Context: any. */
+uint64_t mw_stacks_memory(void);
+
 /* Under stack_sample a stack's site is not a site of its own: its
  * blocks are counted exactly at their line too, and it only says, scaled,
  * which callers that line's blocks came from.  Totals leave it out; JSON

@@ -29,6 +29,10 @@ struct mw_tls {
 	uint64_t rng;
 	/* counts.h: 1 + this thread's counter stripe, 0 until numbered */
 	unsigned stripe;
+	/* rbpos.c: where this thread's ruby_current_ec lives (Ruby's TLS
+	 * variable: its address is fixed for the thread's life), NULL
+	 * until first asked */
+	void **ruby_ec;
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
 

@@ -50,11 +50,22 @@ uint64_t mw_track_now(void)
 	       MW_NS_SHIFT;
 }
 
-/* Counts the free of a block taken out of the live table. */
-static void account_free(const struct mw_live_entry *e)
+/* A freed block's lifespan, in the age clock's unit. */
+static inline uint64_t age_of(const struct mw_live_entry *e)
+{
+	/* births are kept mod 2^24 */
+	uint64_t age = (mw_track_now() - mw_live_birth(e)) & MW_BIRTH_MASK;
+
+	return mw_age_unit == MW_AGE_NS ? age << MW_NS_SHIFT : age;
+}
+
+/* account_free's cases other than a plain block under full tracking: a
+ * watched code buffer, a sampled block, a sampled stack's block. */
+static __attribute__((noinline)) void
+account_free_slow(const struct mw_live_entry *e)
 {
 	struct mw_site *s;
-	uint64_t now, birth, age;
+	uint64_t age;
 
 	if (mw_live_watched(e)) {
 		/* Ruby code whose positions may be remembered is gone */
@@ -70,11 +81,7 @@ static void account_free(const struct mw_live_entry *e)
 		return;
 	if (mw_sample_bytes)
 		mw_sample_mark(mw_live_ptr(e), -1);
-	now = mw_track_now();
-	birth = mw_live_birth(e);
-	age = (now - birth) & MW_BIRTH_MASK;	/* births are kept mod 2^24 */
-	if (mw_age_unit == MW_AGE_NS)
-		age <<= MW_NS_SHIFT;
+	age = age_of(e);
 	if (mw_stack_sample_bytes && s->line_id) {
 		/* a sampled stack's block: scaled there, exact at its line */
 		uint64_t w = mw_sample_weight_of(mw_live_size(e),
@@ -95,6 +102,29 @@ static void account_free(const struct mw_live_entry *e)
 	} else {
 		mw_counts_free(&s->counts, mw_live_size(e), 1, age, age);
 	}
+}
+
+/* Counts the free of a block taken out of the live table: a block of a
+ * line or caller site under full tracking here, the rest apart. */
+static inline __attribute__((always_inline)) void
+account_free(const struct mw_live_entry *e)
+{
+	struct mw_site *s;
+	uint64_t age;
+
+	if (__builtin_expect(mw_live_watched(e) || mw_sample_bytes, 0)) {
+		account_free_slow(e);
+		return;
+	}
+	s = mw_site_get(mw_live_site(e));
+	if (!s)
+		return;
+	if (__builtin_expect(mw_stack_sample_bytes && s->line_id, 0)) {
+		account_free_slow(e);
+		return;
+	}
+	age = age_of(e);
+	mw_counts_free(&s->counts, mw_live_size(e), 1, age, age);
 }
 
 /* Whether the site found for @pos may be remembered: only when the code

@@ -51,5 +51,6 @@ void mw_stats_collect(struct mw_stats *st)
 	st->unknown_frees = mw_live_unknown();
 	st->dropped = mw_live_dropped + mw_sites_dropped;
 	st->memory_bytes = mw_live_memory() + mw_sites_memory() +
-			  mw_poscache_memory() + mw_symbolize_memory();
+			  mw_poscache_memory() + mw_stacks_memory() +
+			  mw_symbolize_memory();
 }
