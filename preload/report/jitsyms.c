@@ -49,63 +49,74 @@ static int find_ruby(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* Rust's symbols: legacy mangling (_ZN...17h<hash>E; Ruby has no C++),
- * v0 mangling (_R), and the allocator shims of its runtime. */
+/* Rust's symbols: legacy mangling (_ZN...17h<16 hex>E, maybe with LTO's
+ * ".llvm.N" after it; Ruby has no C++), v0 mangling (_R), and its
+ * runtime's allocator shims. */
 static int is_rust(const char *name)
 {
-	size_t n;
+	const char *llvm = strstr(name, ".llvm.");
+	size_t n = llvm ? (size_t)(llvm - name) : strlen(name);
 
 	if (!strncmp(name, "_R", 2) || !strncmp(name, "__rust_", 7) ||
 	    !strncmp(name, "__rdl_", 6) || !strncmp(name, "__rg_", 5))
 		return 1;
 	if (strncmp(name, "_ZN", 3))
 		return 0;
-	n = strlen(name);
-	return n > 21 && name[n - 1] == 'E' && !strncmp(name + n - 21, "17h", 3);
+	return n > 23 && name[n - 1] == 'E' && !strncmp(name + n - 20, "17h", 3);
 }
 
 /* Which JIT crate a Rust symbol is of (MW_JIT_* bits, 0: neither). */
 static unsigned crate_of(const char *name)
 {
-	if (!strncmp(name, "_ZN4yjit", 8) || strstr(name, "4yjit"))
+	if (strstr(name, "4yjit"))
 		return MW_JIT_YJIT;
-	if (!strncmp(name, "_ZN4zjit", 8) || strstr(name, "4zjit"))
+	if (strstr(name, "4zjit"))
 		return MW_JIT_ZJIT;
 	return 0;
 }
 
-/* The run of Rust functions in @t: its first and last index, 0 when
- * there is none or a non-Rust function named like Ruby's C (rb_*,
- * ruby_*, or a static one) lies inside it.  Rust's own #[no_mangle]
- * functions (YJIT's rb_yjit_* entry points are some) are in the run;
- * so the test is that no function of Ruby's C object files lies between
- * two Rust ones: those start past the last Rust one or end before the
- * first.  A run is accepted when Rust functions are at least 90% of it. */
+/* Non-Rust functions that may lie between two Rust ones of one run: the
+ * JITs' #[no_mangle] entry points (rb_yjit_*), the Rust runtime's
+ * (rust_eh_personality) and compiler_builtins' (__floatsidf, ...), a
+ * few dozen in a row at most.  A longer gap is C code of Ruby's. */
+#define RUN_GAP_MAX 64
+
+/* The JIT's run of Rust functions in @t (by address): the one with the
+ * most Rust functions among those no longer gap splits, which must name
+ * a JIT crate.  (A few cold Rust functions sit elsewhere, among C's
+ * cold parts: Vec's growth path, which calls the allocator through the
+ * run's shims.)  Sets its first and last index; 0 when there is none. */
 static int rust_run(const struct mw_elf_syms *t, uint32_t *first,
 		    uint32_t *last, unsigned *crates)
 {
-	uint32_t i, lo = UINT32_MAX, hi = 0, rust = 0;
+	uint32_t i, lo = 0, hi = 0, gap = 0, count = 0, best = 0;
+	unsigned c = 0;
 
 	*crates = 0;
-	for (i = 0; i < t->n; i++) {
-		const char *name = t->names + t->func[i].name;
+	for (i = 0; i <= t->n; i++) {
+		const char *name = i < t->n ? t->names + t->func[i].name : "";
 
-		if (!is_rust(name))
+		if (i < t->n && is_rust(name)) {
+			if (!count)
+				lo = i;
+			hi = i;
+			count++;
+			c |= crate_of(name);
+			gap = 0;
 			continue;
-		if (lo == UINT32_MAX)
-			lo = i;
-		hi = i;
-		rust++;
-		*crates |= crate_of(name);
+		}
+		if (count && (++gap > RUN_GAP_MAX || i == t->n)) {
+			if (c && count > best) {
+				best = count;
+				*first = lo;
+				*last = hi;
+				*crates = c;
+			}
+			count = 0;
+			c = 0;
+		}
 	}
-	if (lo == UINT32_MAX || !*crates)
-		return 0;
-	/* the run's other functions: Rust's no_mangle ones, or C */
-	if ((uint64_t)rust * 10 < (uint64_t)(hi - lo + 1) * 9)
-		return 0;
-	*first = lo;
-	*last = hi;
-	return 1;
+	return best > 0;
 }
 
 int mw_jit_find(void)
