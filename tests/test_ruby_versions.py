@@ -13,7 +13,8 @@ import subprocess
 
 import pytest
 
-from conftest import MWRAP, parse_dump, run
+from conftest import (MWRAP, attach, parse_dump, parse_json_dump,
+                      ptrace_allowed, run)
 
 N = 2000
 # Lines 5, 7 and 10 allocate 100,001, 200,001 and 300,001 bytes (the
@@ -124,6 +125,47 @@ def test_lines_exact_under_zjit(tmp):
                              expect="done zjit\n")
     check_exact(script, sites)
     check_jit_site("ZJIT compiler", sites)
+
+
+# Attached while the JIT compiles: the script of the lines above, run
+# once "go" arrives, after the attach (the same line numbers: the loop on
+# line 15 waits for it), then kept alive until stdin's end.
+ATTACH_SCRIPT = SCRIPT.replace(
+    f"{N}.times {{ |i| work(i) }}",
+    f"$stdout.sync = true; puts 'ready'; $stdin.gets; {N}.times {{ |i| work(i) }}"
+) + "$stdin.read\n"
+
+
+def attached_lines(spawn, tmp, ruby_args, jit):
+    script = tmp / "lines.rb"
+    script.write_text(ATTACH_SCRIPT)
+    t = spawn(["ruby"] + ruby_args + [str(script)],
+              env={"RUBYOPT": ""})
+    t.expect("ready")
+    p = attach(["-p", str(t.pid), "--keep"])
+    assert p.returncode == 0, p.stderr
+    t.send("go")
+    t.expect(f"done {jit}", timeout=120)
+    p = attach(["-p", str(t.pid), "--dump", "--format=json"])
+    assert p.returncode == 0, p.stderr
+    _, sites = parse_json_dump(p.stdout)
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    rc, _, _ = t.finish()
+    assert rc == 0
+    big = {k: (v["total_bytes"], v["allocations"]) for k, v in sites.items()
+           if v["total_bytes"] >= 90000}
+    return script, big
+
+
+@pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
+@pytest.mark.parametrize("jit", ["yjit", "zjit"])
+def test_lines_exact_attached_under_jit(spawn, tmp, jit):
+    if not JITS[jit]:
+        pytest.skip(f"this ruby has no {jit.upper()}")
+    script, sites = attached_lines(
+        spawn, tmp, [f"--{jit}", f"--{jit}-call-threshold=1"], jit)
+    check_exact(script, sites)
+    check_jit_site(f"{jit.upper()} compiler", sites)
 
 
 # Code eval'd with a file name of its own inside a method: its

@@ -125,7 +125,7 @@ int mw_jit_find(void)
 	struct ruby_object r;
 	struct mw_elf_syms t;
 	struct mw_elf_want want;
-	uint32_t first, last;
+	uint32_t first = 0, last = 0;
 	unsigned crates;
 	uint64_t lo, hi;
 	void *any;
