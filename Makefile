@@ -56,7 +56,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 
 .PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
 	install-product gem deb packages test-packages help \
-	check-hooks check-layers test-debian13 test-ruby34 test-container test-rails \
+	check-hooks check-layers test-debian13 test-ruby34 test-ruby-src test-container test-rails \
 	test-speedscope sidecar test-sidecar
 
 # `make` builds into build/ and installs nothing; `make setup` first
@@ -82,6 +82,7 @@ help:
 	@echo "make test-safety  the injection safety matrix, every case 20 times"
 	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
 	@echo "make test-ruby34    make test inside a sid root with Ruby 3.4"
+	@echo "make test-ruby-src  Rubies built from source as the official images are (RUBIES=3.4.3 4.1.0-dev): 3.x make test with YJIT, 4.x the version tests with YJIT and ZJIT"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window"
 	@echo "make test-speedscope  --format=speedscope against speedscope's npm package (its schema, its viewer)"
@@ -308,6 +309,16 @@ test-debian13:
 test-ruby34:
 	@scripts/install-deps root
 	scripts/debian-root ruby34 make test
+
+# Rubies built from ../shared/ruby-src as the official ruby: images build
+# them (scripts/ruby-src: /usr/local, shared libruby, YJIT, ZJIT on 4.x),
+# cached in /var/cache/mwrap-attach/ruby-src; 3.x runs make test with
+# RUBYOPT=--yjit, 4.x the attach, preload, stacks and versions tests with
+# --yjit and with --zjit.  RUBIES=3.2.8 builds and tests 3.2 the same way.
+RUBIES = 3.4.3 4.1.0-dev
+test-ruby-src:
+	@scripts/install-deps root
+	scripts/ruby-src test $(RUBIES)
 
 # Containers as a runtime runs them: podman from Debian, an image made
 # from a cached debootstrap root (tests/container/image), no registry.

@@ -413,6 +413,19 @@ def with_vars(script, **kw):
         "</script>" + script
 
 
+@functools.lru_cache(maxsize=None)
+def ruby_lacks(feature):
+    """Why `ruby` cannot require @feature, or None: a Ruby built from
+    source without its bundled gems (make test-ruby-src) has no fiddle
+    from 4.0 on (a bundled gem since), and Debian's is built for Debian's
+    own Ruby only."""
+    p = subprocess.run(["ruby", "-e", f"require {feature!r}"], timeout=60,
+                       capture_output=True, text=True)
+    if p.returncode == 0:
+        return None
+    return (f"this ruby cannot require {feature} (a bundled gem there, and "
+            f"a source build without bundled gems lacks it)")
+
 
 def fiddle_leak():
     """tests/targets/fiddle_leak.rb (100,000 x Fiddle.malloc(1024), half

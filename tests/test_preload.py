@@ -4,7 +4,7 @@ acceptance cases plus ours.  Every process is real and bounded in time."""
 import os
 import pytest
 
-from conftest import (LIB, MWRAP, TARGETS, fiddle_leak, parse_dump,
+from conftest import (LIB, MWRAP, TARGETS, fiddle_leak, parse_dump, ruby_lacks,
                       parse_json_dump, run)
 
 HELLO = '("helloworld"*1000).clear'
@@ -60,8 +60,11 @@ def test_dump_path_appends(tmp):
 # 100,000 x Fiddle.malloc(1024) on line FIDDLE_LINE, half of them freed
 FIDDLE_LEAK, FIDDLE_LINE = fiddle_leak()
 FIDDLE_LEAK += 'puts "leaked"\n'
+needs_fiddle = pytest.mark.skipif(ruby_lacks("fiddle") is not None,
+                                  reason=str(ruby_lacks("fiddle")))
 
 
+@needs_fiddle
 def test_fiddle_leak_attributed_to_its_line(tmp):
     script = tmp / "leak.rb"
     script.write_text(FIDDLE_LEAK)
@@ -244,6 +247,7 @@ def test_launcher_keeps_existing_ld_preload():
     assert p.stdout.strip() == f"{os.path.realpath(LIB)}:libpthread.so.0"
 
 
+@needs_fiddle
 def test_sampled_mode_estimates_the_leak(tmp):
     """sample:BYTES records ~one allocation per BYTES bytes and scales:
     the leaking line's estimates land near the exact figures and the

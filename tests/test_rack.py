@@ -2,14 +2,36 @@
 """MwrapRack served by WEBrick in a real process, looked at by headless
 Chromium (Debian's): the sites table, sorted by live bytes, puts the
 leaking line first, and a file name with '<' in it is escaped."""
+import glob
 import html
 import re
+import subprocess
 import urllib.request
 
 import pytest
 
 from conftest import CHROMIUM, MWRAP, RUBY_API_I, chromium, run
 
+
+
+def webrick_args():
+    """-I arguments that let `ruby` require webrick: none when it has it;
+    Debian's ruby-webrick's files (pure Ruby) for a Ruby built from source
+    without its bundled gems (make test-ruby-src); None when neither."""
+    p = subprocess.run(["ruby", "-e", "require 'webrick'"], timeout=60,
+                       capture_output=True)
+    if p.returncode == 0:
+        return []
+    for lib in sorted(glob.glob(
+            "/usr/share/rubygems-integration/all/gems/webrick-*/lib")):
+        p = subprocess.run(["ruby", "-I", lib, "-e", "require 'webrick'"],
+                           timeout=60, capture_output=True)
+        if p.returncode == 0:
+            return ["-I", lib]
+    return None
+
+
+WEBRICK = webrick_args()
 
 APP = """\
 require "webrick"
@@ -49,9 +71,12 @@ LEAK_LINE = 8
 
 @pytest.fixture
 def server(spawn, tmp):
+    if WEBRICK is None:
+        pytest.skip("this ruby has no webrick (a bundled gem since 3.0) and "
+                    "Debian's ruby-webrick is not installed")
     script = tmp / "leak<b>.rb"
     script.write_text(APP)
-    t = spawn([MWRAP, "ruby", *RUBY_API_I, str(script)])
+    t = spawn([MWRAP, "ruby", *RUBY_API_I] + WEBRICK + [str(script)])
     port = int(t.expect("ready").split()[1])
     return script, f"http://127.0.0.1:{port}"
 

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from conftest import MWRAP, ROOT, RUBY_API_I, RUBY_API_PATH, attach, fiddle_leak, parse_dump, ptrace_allowed, run
+from conftest import (MWRAP, ROOT, RUBY_API_I, RUBY_API_PATH, attach, fiddle_leak, parse_dump,
+                      ptrace_allowed, ruby_lacks, run)
 
 RUBY = ["ruby", "-w", "--disable=gems", *RUBY_API_I, "-rmwrap"]
 
@@ -137,6 +138,7 @@ results[0, 3].each { |location, growth, allocations, frees|
 """
 
 
+@pytest.mark.skipif(ruby_lacks("fiddle") is not None, reason=str(ruby_lacks("fiddle")))
 def test_the_article_script_runs_unchanged(tmp):
     script = tmp / "leak.rb"
     script.write_text(ARTICLE)

@@ -1,12 +1,20 @@
 # SPDX-License-Identifier: MIT
 """Ruby locations on every Ruby we run on (3.1's frame reads, 3.2+'s
-profiling API) and under YJIT, which does not always keep a frame's pc
-current: each big allocation must land on its own line, exactly."""
+profiling API) and under YJIT and ZJIT, which do not always keep a
+frame's pc current: each big allocation must land on its own line,
+exactly, and the JIT compiler's own memory (3.2+'s Rust JITs) is a site
+of its own, never charged to the line that ran while it compiled.
+
+The tests run on the `ruby` in PATH: make test-ruby-src runs them on
+Rubies built from source with RUBYOPT=--yjit or --zjit, which the
+interpreted case takes out."""
+import os
 import subprocess
 
 import pytest
 
-from conftest import MWRAP, parse_dump, run
+from conftest import (MWRAP, attach, parse_dump, parse_json_dump,
+                      ptrace_allowed, run)
 
 N = 2000
 # Lines 5, 7 and 10 allocate 100,001, 200,001 and 300,001 bytes (the
@@ -27,27 +35,47 @@ def work(i)
   [s, t]
 end
 {N}.times {{ |i| work(i) }}
-jit = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?
-puts(jit ? "done yjit" : "done")
+jit = %w[YJIT ZJIT].find {{ |j| RubyVM.const_defined?(j) && RubyVM.const_get(j).enabled? }}
+puts(jit ? "done #{{jit.downcase}}" : "done")
 """
 
 
-def ruby_has_yjit():
-    # a ruby built without YJIT accepts --yjit with a warning
-    code = "exit(defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? 0 : 1)"
-    try:
-        p = subprocess.run(["ruby", "--yjit", "-e", code], timeout=30,
-                           capture_output=True)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return p.returncode == 0
+def ruby_jit():
+    """(YJIT's or ZJIT's kind) -> whether the ruby in PATH has it: a
+    ruby built without it accepts --yjit with a warning.  Its allocations
+    are named by this site when libruby's Rust code is found (a source
+    build keeps .symtab)."""
+    found = {}
+    for jit in ("yjit", "zjit"):
+        code = (f"exit(RubyVM.const_defined?(:{jit.upper()}) && "
+                f"RubyVM::{jit.upper()}.enabled? ? 0 : 1)")
+        try:
+            p = subprocess.run(["ruby", f"--{jit}", "-e", code], timeout=30,
+                               capture_output=True,
+                               env=dict(os.environ, RUBYOPT=""))
+            found[jit] = p.returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            found[jit] = False
+    return found
 
 
-def lines_of(tmp, ruby_args, expect="done\n"):
+JITS = ruby_jit()
+
+
+def ruby_has_rust_jit():
+    # 3.1's YJIT is C (no compiler site); 3.2+'s is Rust
+    p = subprocess.run(["ruby", "-e", "print RUBY_VERSION"], timeout=30,
+                       capture_output=True, text=True,
+                       env=dict(os.environ, RUBYOPT=""))
+    return tuple(int(x) for x in p.stdout.split(".")[:2]) >= (3, 2)
+
+
+def lines_of(tmp, ruby_args, expect="done\n", rubyopt=""):
     script = tmp / "lines.rb"
     script.write_text(SCRIPT)
     p = run([MWRAP, "ruby"] + ruby_args + [str(script)],
-            env={"MWRAP": "dump_fd:2,dump_min:90000"}, timeout=120)
+            env={"MWRAP": "dump_fd:2,dump_min:90000", "RUBYOPT": rubyopt},
+            timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout == expect
     dump = p.stderr[p.stderr.find("#"):] if "#" in p.stderr else p.stderr
@@ -74,11 +102,70 @@ def test_lines_exact_interpreted(tmp):
     check_exact(*lines_of(tmp, []))
 
 
-@pytest.mark.skipif(not ruby_has_yjit(), reason="this ruby has no YJIT")
+def check_jit_site(name, sites):
+    """The JIT compiler's own memory is its site, by name (what it holds
+    varies with the compiler's work: only its presence is asserted)."""
+    if not ruby_has_rust_jit():
+        return
+    total, calls = sites.get(name, (0, 0))
+    assert total >= 90000 and calls > 0, (name, sites)
+
+
+@pytest.mark.skipif(not JITS["yjit"], reason="this ruby has no YJIT")
 def test_lines_exact_under_yjit(tmp):
     script, sites = lines_of(tmp, ["--yjit", "--yjit-call-threshold=1"],
                              expect="done yjit\n")
     check_exact(script, sites)
+    check_jit_site("YJIT compiler", sites)
+
+
+@pytest.mark.skipif(not JITS["zjit"], reason="this ruby has no ZJIT (4.0+)")
+def test_lines_exact_under_zjit(tmp):
+    script, sites = lines_of(tmp, ["--zjit", "--zjit-call-threshold=1"],
+                             expect="done zjit\n")
+    check_exact(script, sites)
+    check_jit_site("ZJIT compiler", sites)
+
+
+# Attached while the JIT compiles: the script of the lines above, run
+# once "go" arrives, after the attach (the same line numbers: the loop on
+# line 15 waits for it), then kept alive until stdin's end.
+ATTACH_SCRIPT = SCRIPT.replace(
+    f"{N}.times {{ |i| work(i) }}",
+    f"$stdout.sync = true; puts 'ready'; $stdin.gets; {N}.times {{ |i| work(i) }}"
+) + "$stdin.read\n"
+
+
+def attached_lines(spawn, tmp, ruby_args, jit):
+    script = tmp / "lines.rb"
+    script.write_text(ATTACH_SCRIPT)
+    t = spawn(["ruby"] + ruby_args + [str(script)],
+              env={"RUBYOPT": ""})
+    t.expect("ready")
+    p = attach(["-p", str(t.pid), "--keep"])
+    assert p.returncode == 0, p.stderr
+    t.send("go")
+    t.expect(f"done {jit}", timeout=120)
+    p = attach(["-p", str(t.pid), "--dump", "--format=json"])
+    assert p.returncode == 0, p.stderr
+    _, sites = parse_json_dump(p.stdout)
+    assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
+    rc, _, _ = t.finish()
+    assert rc == 0
+    big = {k: (v["total_bytes"], v["allocations"]) for k, v in sites.items()
+           if v["total_bytes"] >= 90000}
+    return script, big
+
+
+@pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
+@pytest.mark.parametrize("jit", ["yjit", "zjit"])
+def test_lines_exact_attached_under_jit(spawn, tmp, jit):
+    if not JITS[jit]:
+        pytest.skip(f"this ruby has no {jit.upper()}")
+    script, sites = attached_lines(
+        spawn, tmp, [f"--{jit}", f"--{jit}-call-threshold=1"], jit)
+    check_exact(script, sites)
+    check_jit_site(f"{jit.upper()} compiler", sites)
 
 
 # Code eval'd with a file name of its own inside a method: its

@@ -25,6 +25,7 @@
 #include "hook/rbheap.h"
 #include "inject_abi.h"
 #include "mwrap.h"
+#include "report/jitsyms.h"
 #include "report/rbjob.h"
 #include "report/symbolize.h"
 
@@ -141,6 +142,7 @@ static void *helper_main(void *arg)
 		goto fail;
 	}
 	mw_ruby_init();
+	mw_jit_find();	/* before tracking: the JIT's allocations */
 	if (!mw_real.dlopen || !mw_real.dlclose) {
 		mw_ctl_answer("error: ", "cannot find the real dlopen/dlclose");
 		goto fail;

@@ -15,6 +15,7 @@
 #include "hook/rbheap.h"
 #include "report/allocator.h"
 #include "report/dump.h"
+#include "report/jitsyms.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -120,6 +121,7 @@ __attribute__((constructor)) static void mw_preload_init(void)
 		goto out;
 	}
 	mw_ruby_init();
+	mw_jit_find();	/* before tracking: the JIT's allocations */
 	mw_fork_init(NULL);
 	if (mw_options_want_dump(&preload_opts))
 		atexit(exit_dump);

@@ -2,6 +2,7 @@
 /* track.c - see track.h */
 #define _GNU_SOURCE
 #include "core/track.h"
+#include "core/jit.h"
 #include "core/live.h"
 #include "core/real.h"
 #include "core/rbpos.h"
@@ -156,8 +157,9 @@ static __attribute__((noinline)) struct mw_site *stack_site(void)
 						      __ATOMIC_RELAXED));
 }
 
-/* The site of an allocation: its Ruby line when the thread runs Ruby
- * code, else its caller; NULL when the table cannot take a new one. */
+/* The site of an allocation: the JIT's when the JIT's own code made it
+ * (whatever Ruby line runs meanwhile), its Ruby line when the thread runs
+ * Ruby code, else its caller; NULL when the table cannot take a new one. */
 static struct mw_site *site_of(uintptr_t caller)
 {
 	struct mw_ruby_pos pos;
@@ -165,6 +167,8 @@ static struct mw_site *site_of(uintptr_t caller)
 	const char *path;
 	int line;
 
+	if (mw_jit_caller(caller))
+		return mw_jit_site();
 	if (!mw_ruby_pos(&pos))
 		return mw_site_for_addr(caller);
 	if (mw_track_stacks && !mw_stack_sample_bytes && (s = stack_site()))

@@ -4,6 +4,7 @@
 #include "report/symbolize.h"
 #include "base/elfsyms.h"
 #include "base/spin.h"
+#include "core/jit.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -430,6 +431,10 @@ size_t mw_site_name_pass(const struct mw_site *s, char *buf, size_t len,
 	buf[0] = '\0';
 	if (s->key) {
 		sb_str(&b, s->key);
+		return b.len;
+	}
+	if (mw_jit_name(s)) {
+		sb_str(&b, mw_jit_name(s));
 		return b.len;
 	}
 	mw_spin_lock(&sym_lock);

@@ -242,6 +242,8 @@ module MwrapHtml
   def self.page(dump, sites, window: nil, focus: nil)
     series = dump.series unless dump.series&.empty?
     head = MwrapReport.header_lines(dump.header, window: window, series: series)
+    jit = MwrapReport.jit_line(dump)
+    head += [jit] if jit
     growth = growth_chart(series, sites)
     growth = "<h2>Growth over the window</h2>\n#{growth}" unless growth.empty?
     flame = MwrapFlameHtml.section(dump, focus: focus)

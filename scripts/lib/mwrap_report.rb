@@ -406,6 +406,20 @@ module MwrapReport
     line
   end
 
+  # The JIT compiler's own site (YJIT's, ZJIT's: preload/core/jit.h).
+  JIT_SITE = /\A[YZ]?JIT compiler\z/.freeze
+
+  # How much the JIT compiler holds, said apart: its allocations are its
+  # own site, never charged to the Ruby lines that ran while it compiled.
+  def self.jit_line(dump)
+    s = dump.sites.find { |x| JIT_SITE.match?(x[:location]) }
+    return nil unless s
+
+    format("%s holds %s live (%d allocations, %s in all in the window): its own site, " \
+           "not the Ruby lines that ran while it compiled", s[:location], human(s[:live] || s[:total]),
+           s[:allocations], human(s[:total]))
+  end
+
   # The leak view: sites by live bytes, with their share of the total;
   # with a window's series, each site's growth (bytes/s) and its state at
   # the end (rising, levelled, falling, flat).
@@ -413,6 +427,8 @@ module MwrapReport
     live_total = dump.sites.sum { |s| s[:live] || 0 }
     series = dump.series unless dump.series&.empty?
     out = +"mwrap report: #{header_lines(dump.header, window: window, series: series).join("\n")}\n"
+    jit = jit_line(dump)
+    out << "#{jit}\n" if jit
     out << objects_text(dump.objects) if dump.objects
     out << scan_text(dump) if dump.scan
     out << "#{title}\n" if title
