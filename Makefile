@@ -68,7 +68,7 @@ setup: deps
 
 # Before the product's first compile: liburcu's headers, named with the
 # fix, rather than a compiler's "urcu-bp.h: No such file or directory".
-build/.build-deps: scripts/install-deps
+build/.build-deps:
 	@echo '#include <urcu-bp.h>' | $(CC) $(CPPFLAGS) -E -o /dev/null - 2>/dev/null || { \
 		echo "make: liburcu's headers are missing (Debian: liburcu-dev):" \
 			"run make setup, or scripts/install-deps build, to install them" >&2; exit 1; }
