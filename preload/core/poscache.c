@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* poscache.c - see poscache.h */
 #include "core/poscache.h"
+#include "core/sizedcache.h"
 
-#include <sys/mman.h>
 
 /* Ruby positions seen since Ruby last freed code we watch: (pc, iseq)
  * -> site id (see rbpos.h), in front of the location cache: a hit needs
@@ -27,29 +27,13 @@ uint32_t mw_pos_generation;
  * NULL when none can be mapped. */
 static struct mw_pos_cache *pos_cache_for_sites(void)
 {
-	struct mw_pos_cache *cur = __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE);
-	uint64_t want = 2 * (uint64_t)mw_sites_count();
-	unsigned bits = POS_CACHE_MIN_BITS;
-	struct mw_pos_cache *c;
-	size_t len;
-
-	if (cur && ((1u << cur->bits) >= want || cur->bits == POS_CACHE_MAX_BITS))
-		return cur;
-	while ((1u << bits) < want && bits < POS_CACHE_MAX_BITS)
-		bits++;
-	len = sizeof(*c) + sizeof(c->slot[0]) * ((size_t)1 << bits);
-	c = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (c == MAP_FAILED)
-		return cur;
-	c->bits = bits;
-	if (!__atomic_compare_exchange_n(&pos_cache, &cur, c, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		munmap(c, len);		/* another Ractor's came first */
-		return cur;
-	}
-	__atomic_add_fetch(&pos_cache_mapped, len, __ATOMIC_RELAXED);
-	return c;
+	return mw_sized_cache_for((void **)&pos_cache,
+				  __atomic_load_n(&pos_cache, __ATOMIC_ACQUIRE),
+				  2 * (uint64_t)mw_sites_count(),
+				  sizeof(struct mw_pos_cache),
+				  sizeof(struct mw_pos_cache_entry),
+				  POS_CACHE_MIN_BITS, POS_CACHE_MAX_BITS,
+				  &pos_cache_mapped);
 }
 
 void mw_site_remember_pos(const struct mw_ruby_pos *pos,

@@ -2,9 +2,9 @@
 /* stacks.c - see stacks.h */
 #include "core/stacks.h"
 #include "base/fmt.h"
+#include "core/sizedcache.h"
 
 #include <string.h>
-#include <sys/mman.h>
 
 /* --stacks: Ruby stacks seen: a hash of the frames' objects and lines
  * -> site id, the GC generation it was last found true in, and a hash
@@ -83,28 +83,12 @@ static uint64_t stack_hash(const struct mw_ruby_stack *st)
  * current one when none can be mapped). */
 static struct stack_cache *cache_for_sites(struct stack_cache *cur)
 {
-	uint64_t want = 2 * (uint64_t)mw_sites_count();
-	unsigned bits = cur->bits;
-	struct stack_cache *c;
-	size_t len;
-
-	if ((1u << bits) >= want || bits == STACK_CACHE_MAX_BITS)
-		return cur;
-	while ((1u << bits) < want && bits < STACK_CACHE_MAX_BITS)
-		bits++;
-	len = sizeof(*c) + sizeof(c->slot[0]) * ((size_t)1 << bits);
-	c = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (c == MAP_FAILED)
-		return cur;
-	c->bits = bits;
-	if (!__atomic_compare_exchange_n(&stack_cache, &cur, c, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		munmap(c, len);		/* another Ractor's came first */
-		return cur;
-	}
-	__atomic_add_fetch(&stack_cache_mapped, len, __ATOMIC_RELAXED);
-	return c;
+	return mw_sized_cache_for((void **)&stack_cache, cur,
+				  2 * (uint64_t)mw_sites_count(),
+				  sizeof(struct stack_cache),
+				  sizeof(struct stack_cache_entry),
+				  STACK_CACHE_MIN_BITS, STACK_CACHE_MAX_BITS,
+				  &stack_cache_mapped);
 }
 
 uint64_t mw_stacks_memory(void)
