@@ -342,6 +342,28 @@ def attach(args, timeout=60):
     return run([ATTACH] + args, timeout=timeout)
 
 
+def attach_during(pids, args, act, interrupt=False):
+    """mwrap-attach -p PIDS ARGS, with ACT(its Popen) called once every
+    pid's helper answers (or 30 s), then Ctrl-C when INTERRUPT (ends the
+    window): (exit code, stdout, stderr)."""
+    proc = subprocess.Popen([ATTACH, "-p", ",".join(map(str, pids))] + args,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not all(helper_answered(p) for p in pids) and \
+                proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        act(proc)
+        if interrupt:
+            proc.send_signal(2)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode, out, err
+
+
 CHROMIUM = shutil.which("chromium")
 
 

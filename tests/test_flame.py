@@ -8,13 +8,11 @@ callers beneath it in their ratio; a click on one zooms it to the full
 width.  The screenshots are saved as build/flame-graph.png and
 build/flame-graph-zoomed.png."""
 import os
-import subprocess
-import time
 
 import pytest
 
-from conftest import (ATTACH, CHROMIUM, FLAME_FRAMES, ROOT, chromium, flame_frames,
-                      helper_answered, ptrace_allowed, start_ready, with_vars)
+from conftest import (CHROMIUM, FLAME_FRAMES, ROOT, attach_during, chromium, flame_frames,
+                      ptrace_allowed, start_ready, with_vars)
 
 APP = os.path.join(ROOT, "tests", "targets", "stacks_app.rb")
 HELPER = os.path.join(ROOT, "tests", "targets", "gemlike", "helper.rb")
@@ -37,21 +35,13 @@ def window_html(spawn, page):
     """The default window (-d 30, ended by Ctrl-C once the app served)
     as an HTML report in PAGE: (upload line, ping line, keep line)."""
     t, f = start_ready(spawn, ["ruby", APP])
-    proc = subprocess.Popen([ATTACH, "-p", str(t.pid), "--format=html", "-o", str(page)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not helper_answered(t.pid) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+
+    def serve(_):
         t.send(f"serve {ROUNDS} {SIZE} {UPLOADS} {PINGS}")
         t.expect("served", timeout=60)
-        proc.send_signal(2)    # Ctrl-C ends the window
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err
+    code, _, err = attach_during([t.pid], ["--format=html", "-o", str(page)], serve,
+                                 interrupt=True)
+    assert code == 0, err
     rc, rest, _ = t.finish()
     assert rc == 0 and rest == [f"bye {(UPLOADS + PINGS) * ROUNDS}"]
     return int(f["upload_line"]), int(f["ping_line"]), int(f["keep_line"])

@@ -4,13 +4,12 @@ not a terminal), --watch, and many processes at once (-p PID1,PID2,
 --children-of MASTER) with per-process and merged reports."""
 import os
 import signal
-import subprocess
 import time
 
 import pytest
 
-from conftest import (ATTACH, ROOT, attach, helper_answered, our_files, ptrace_allowed,
-                      remove, sections, start_ready)
+from conftest import (ROOT, attach, attach_during, our_files, ptrace_allowed, remove,
+                      sections, start_ready)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -57,25 +56,6 @@ def test_children_of_reports_each_worker_and_the_merge(workers):
         assert f"[{pid}] mwrap-attach: detached" in p.stderr
 
 
-def window_of_both(pids, seconds, during):
-    """mwrap-attach -p A,B -d SECONDS, with DURING(its Popen) called once
-    both are attached: (exit code, stdout, stderr)."""
-    proc = subprocess.Popen([ATTACH, "-p", ",".join(map(str, pids)), "-d", str(seconds)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not all(helper_answered(p) for p in pids) and \
-                proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        during(proc)
-        out, err = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, out, err
-
-
 def test_a_worker_killed_mid_window_is_reported_not_fatal(workers):
     """A worker SIGKILLed mid-window runs nothing at exit: its section is
     the window's last sample (tests/test_exit_window.py has the rest)."""
@@ -84,7 +64,7 @@ def test_a_worker_killed_mid_window_is_reported_not_fatal(workers):
     def kill_a_worker(_):
         time.sleep(2.5)     # the window samples once a second
         os.kill(pids[1], signal.SIGKILL)
-    code, out, err = window_of_both(pids, 5, kill_a_worker)
+    code, out, err = attach_during(pids, ["-d", "5"], kill_a_worker)
     assert code == 0, err
     assert f"[{pids[1]}] mwrap-attach: process {pids[1]} exited" in err
     parts = sections(out)
@@ -119,7 +99,7 @@ def test_a_run_killed_by_a_signal_exits_with_the_tables_code(workers):
         run = run_for(proc.pid, pids[1])
         assert run, "no per-process run found"
         os.kill(run, signal.SIGKILL)
-    code, out, err = window_of_both(pids, 4, kill_its_run)
+    code, out, err = attach_during(pids, ["-d", "4"], kill_its_run)
     assert code == 0, err
     assert (f"process {pids[1]}: no report (exit 1: its mwrap-attach died of "
             f"signal {signal.SIGKILL.value})") in err

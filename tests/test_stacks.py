@@ -7,14 +7,13 @@ bytes, attached and preloaded, and pprof shows the callers."""
 import json
 import os
 import shutil
-import subprocess
 import re
 import time
 
 import pytest
 
-from conftest import (ATTACH, CHROMIUM, MWRAP, ROOT, attach, chromium,
-                      during_window, helper_answered, parse_json_dump,
+from conftest import (ATTACH, CHROMIUM, MWRAP, ROOT, attach, attach_during, chromium,
+                      during_window, parse_json_dump,
                       ptrace_allowed, run, start_ready)
 
 APP = os.path.join(ROOT, "tests", "targets", "stacks_app.rb")
@@ -120,23 +119,13 @@ def sample_window(spawn, tmp, args, rounds, size, env=None):
     report text)."""
     t, upload, ping, keep = start_app(spawn, env=env)
     out = tmp / "r.out"
-    proc = subprocess.Popen([os.path.join(ROOT, "scripts", "mwrap-attach"),
-                             "-p", str(t.pid), "-d", "30", *args, "-o", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not helper_answered(t.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+
+    def serve(_):
         t.send(f"serve {rounds} {size}")
         t.expect("served", timeout=60)
-        proc.send_signal(2)	# Ctrl-C ends the window
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err
+    code, _, err = attach_during([t.pid], ["-d", "30", *args, "-o", str(out)], serve,
+                                 interrupt=True)
+    assert code == 0, err
     return t, upload, ping, keep, out.read_text()
 
 
