@@ -111,20 +111,14 @@ def check_jit_site(name, sites):
     assert total >= 90000 and calls > 0, (name, sites)
 
 
-@pytest.mark.skipif(not JITS["yjit"], reason="this ruby has no YJIT")
-def test_lines_exact_under_yjit(tmp):
-    script, sites = lines_of(tmp, ["--yjit", "--yjit-call-threshold=1"],
-                             expect="done yjit\n")
+@pytest.mark.parametrize("jit", ["yjit", "zjit"])
+def test_lines_exact_under_jit(tmp, jit):
+    if not JITS[jit]:
+        pytest.skip(f"this ruby has no {jit.upper()}" + (" (4.0+)" if jit == "zjit" else ""))
+    script, sites = lines_of(tmp, [f"--{jit}", f"--{jit}-call-threshold=1"],
+                             expect=f"done {jit}\n")
     check_exact(script, sites)
-    check_jit_site("YJIT compiler", sites)
-
-
-@pytest.mark.skipif(not JITS["zjit"], reason="this ruby has no ZJIT (4.0+)")
-def test_lines_exact_under_zjit(tmp):
-    script, sites = lines_of(tmp, ["--zjit", "--zjit-call-threshold=1"],
-                             expect="done zjit\n")
-    check_exact(script, sites)
-    check_jit_site("ZJIT compiler", sites)
+    check_jit_site(f"{jit.upper()} compiler", sites)
 
 
 # Attached while the JIT compiles: the script of the lines above, run
