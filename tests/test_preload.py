@@ -76,12 +76,15 @@ def test_fiddle_leak_attributed_to_its_line(tmp):
     header, sites = parse_json_dump(path.read_text())
     assert header["pid"] > 0 and header["age_unit"] == "gc_generations"
     site = sites[f"{script}:{FIDDLE_LINE}"]
-    # 100,000 x 1024 bytes, plus the few small method-cache allocations
-    # Ruby 3.1 makes the first time a line calls a method
+    # 100,000 x 1024 bytes, plus at most 50 small ones Ruby makes there:
+    # method-cache entries the first time the line calls a method, and the
+    # GC's mark-stack chunks (4008 B each) when a GC starts on the line,
+    # as it may several times (3.4 with YJIT: 24,152 B of them)
+    extra = 50 * 4096
     assert 100_000 <= site["allocations"] <= 100_050
-    assert 102_400_000 <= site["total_bytes"] <= 102_400_000 + 16_384
+    assert 102_400_000 <= site["total_bytes"] <= 102_400_000 + extra
     assert 50_000 <= site["frees"] <= 50_050
-    assert 51_200_000 <= site["live_bytes"] <= 51_200_000 + 16_384
+    assert 51_200_000 <= site["live_bytes"] <= 51_200_000 + extra
     assert 50_000 <= site["live_count"] <= 50_050
 
 
