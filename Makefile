@@ -56,7 +56,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 
 .PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
 	install-product gem deb packages test-packages help \
-	check-hooks check-layers test-debian13 test-ruby34 test-ruby-src test-ruby-src-ci test-container test-rails \
+	check-hooks check-layers test-versions test-debian13 test-ruby34 test-ruby-src test-ruby-src-ci test-container test-rails \
 	test-speedscope sidecar test-sidecar
 
 # `make` builds into build/ and installs nothing; `make setup` first
@@ -81,7 +81,8 @@ help:
 	@echo "make bench      the benchmark: ratios against a baseline (a few minutes)"
 	@echo "make test-safety  the injection safety matrix, every case 20 times"
 	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
-	@echo "make test-ruby34    make test inside a sid root with Ruby 3.4"
+	@echo "make test-ruby34    the version tests (make test-versions) in a sid root with Ruby 3.4"
+	@echo "make test-versions  the tests of what differs by Ruby version (attach, preload, stacks, versions)"
 	@echo "make test-ruby-src  Rubies built from source as the official images are (RUBIES=3.4.3 4.1.0-dev): 3.x make test with YJIT, 4.x the version tests with YJIT and ZJIT"
 	@echo "make test-ruby-src-ci  CI's part: 3.4.3 from source with YJIT, the version tests"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
@@ -302,14 +303,22 @@ test-c: $(C_TESTS)
 test-py:
 	$(PYTEST) -q tests
 
-# The whole suite on other Rubies, in cached Debian roots (scripts/debian-root).
+# What differs by Ruby version (attach, preload, stacks, the version
+# tests): the part of the suite sid's 3.4 and 4.x run; the host's Ruby,
+# Debian 13's 3.3 and 3.4.3 from source with YJIT run the whole suite.
+VERSION_TESTS = tests/test_attach.py tests/test_preload.py tests/test_stacks.py tests/test_ruby_versions.py
+test-versions: setup
+	$(PYTEST) -q $(VERSION_TESTS)
+
+# Other Rubies, in cached Debian roots (scripts/debian-root): Debian 13's 3.3
+# the whole suite, sid's 3.4 the version tests.
 test-debian13:
 	@scripts/install-deps root
 	scripts/debian-root trixie make test
 
 test-ruby34:
 	@scripts/install-deps root
-	scripts/debian-root ruby34 make test
+	scripts/debian-root ruby34 make test-versions
 
 # Rubies built from ../shared/ruby-src as the official ruby: images build
 # them (scripts/ruby-src: /usr/local, shared libruby, YJIT, ZJIT on 4.x),
