@@ -338,8 +338,10 @@ test-ruby-src-ci:
 	@scripts/install-deps root
 	scripts/ruby-src versions 3.4.3
 
-# Containers as a runtime runs them: podman from Debian, an image made
-# from a cached debootstrap root (tests/container/image), no registry.
+# Containers as a runtime runs them: podman from Debian, images made
+# from cached debootstrap roots (tests/container/image; ruby-image: the
+# source-built Ruby of scripts/ruby-src with jemalloc preloaded), no
+# registry.
 test-container: setup
 	@scripts/install-deps container
 	MWRAP_TEST_CONTAINER=1 $(PYTEST) -q tests/container

@@ -43,3 +43,16 @@ def app_image():
     p = run([os.path.join(ROOT, "tests", "container", "image")], timeout=900)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
+
+
+def ruby_image(version="3.4.3"):
+    """A production-like Ruby image (Ruby VERSION built from source in
+    /usr/local, jemalloc preloaded by the image's ENV LD_PRELOAD), built
+    or reused by tests/container/ruby-image; skips without podman."""
+    if not shutil.which("podman"):
+        pytest.skip("podman missing: scripts/install-deps container")
+    p = run([os.path.join(ROOT, "tests", "container", "ruby-image"), version],
+            env={"MWRAP_PODMAN_RUN": " ".join(machine_options())},
+            timeout=1800)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
