@@ -224,9 +224,13 @@ def test_pprof_stacks_show_the_application_frames(tmp):
     prof = tmp / "p.pb.gz"
     p = run([REPORT, "--format=pprof", "-o", str(prof), str(dump)])
     assert p.returncode == 0, p.stderr
-    env = {"HOME": str(tmp), "PPROF_TMPDIR": str(tmp)}
+    # pprof writes under HOME; Go 1.24 and later build it on its first use
+    # (sid's Go 1.27: about a minute on 2 loaded CPUs) into the build
+    # cache, kept where go keeps it for the real HOME
+    gocache = run(["go", "env", "GOCACHE"]).stdout.strip()
+    env = {"HOME": str(tmp), "PPROF_TMPDIR": str(tmp), "GOCACHE": gocache}
     p = run(["go", "tool", "pprof", "-traces", "-sample_index=inuse_space",
-             str(prof)], env=env, timeout=120)
+             str(prof)], env=env, timeout=600)
     assert p.returncode == 0, p.stderr
     # one trace per caller: the helper's frame, then the application's
     traces = p.stdout.split("-----------+")
@@ -234,7 +238,7 @@ def test_pprof_stacks_show_the_application_frames(tmp):
     assert up and f"{HELPER}:{keep} in " in up[0], p.stdout
     assert up[0].index("remember") < up[0].index("handle_upload")
     p = run(["go", "tool", "pprof", "-top", "-cum", "-sample_index=inuse_space",
-             str(prof)], env=env, timeout=120)
+             str(prof)], env=env, timeout=600)
     assert p.returncode == 0, p.stderr
     names = [l.split(None, 5)[5] for l in p.stdout.splitlines()
              if APP in l and len(l.split(None, 5)) == 6]
