@@ -302,7 +302,8 @@ mw_live_remove_entry(uintptr_t ptr, struct mw_live_entry *out,
 /* Removes @ptr; copies its entry to *@out and returns 1, or returns 0 if
  * the pointer is unknown, counting it with the allocator's usable size
  * (so @ptr must still be allocated).  Context: as mw_live_insert. */
-static inline int mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
+static inline __attribute__((always_inline)) int
+mw_live_remove(uintptr_t ptr, struct mw_live_entry *out)
 {
 	return mw_live_remove_entry(ptr, out, 1);
 }
