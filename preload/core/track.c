@@ -271,7 +271,7 @@ uint64_t mw_track_usable_size(void *p)
 	return mw_real.malloc_usable_size ? mw_real.malloc_usable_size(p) : 0;
 }
 
-/* mw_track_free's work, guard raised. */
+/* mw_track_free_real's record, guard raised. */
 static inline __attribute__((always_inline)) void track_free(void *p)
 {
 	struct mw_live_entry e;
