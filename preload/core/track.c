@@ -51,6 +51,17 @@ uint64_t mw_track_now(void)
 	       MW_NS_SHIFT;
 }
 
+/* This thread's errno, its address remembered: a load instead of a
+ * call of __errno_location on every recorded call. */
+static inline __attribute__((always_inline)) int *errno_ptr(void)
+{
+	int *e = mw_tls.errnop;
+
+	if (__builtin_expect(!e, 0))
+		e = mw_tls.errnop = &errno;
+	return e;
+}
+
 /* A freed block's lifespan, in the age clock's unit. */
 static inline uint64_t age_of(const struct mw_live_entry *e)
 {
@@ -243,26 +254,27 @@ track_alloc(void *p, size_t size, uintptr_t caller)
 
 void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 {
-	int saved = errno;
+	int *e = errno_ptr(), saved = *e;
 
 	mw_tls.guard++;
 	track_alloc(p, size, caller);
 	mw_tls.guard--;
-	errno = saved;
+	*e = saved;
 }
 
 void *mw_track_malloc(size_t size, uintptr_t caller)
 {
 	void *p = mw_real.malloc(size);
-	int saved;
+	int *e, saved;
 
 	if (!p)
 		return p;
-	saved = errno;
+	e = errno_ptr();
+	saved = *e;
 	mw_tls.guard++;
 	track_alloc(p, size, caller);
 	mw_tls.guard--;
-	errno = saved;
+	*e = saved;
 	return p;
 }
 
@@ -284,12 +296,12 @@ static inline __attribute__((always_inline)) void track_free(void *p)
 
 void mw_track_free_real(void *p)
 {
-	int saved = errno;
+	int *e = errno_ptr(), saved = *e;
 
 	mw_tls.guard++;
 	track_free(p);
 	mw_tls.guard--;
-	errno = saved;
+	*e = saved;
 	mw_real.free(p);
 }
 
