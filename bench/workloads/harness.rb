@@ -11,10 +11,12 @@ module Bench
   @phases = {}
 
   # Times one phase of the work; its wall seconds join the result line as
-  # NAME=SECONDS.
+  # NAME=SECONDS, its CPU seconds (all threads) as NAME_cpu=SECONDS.
   def self.phase(name)
     t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    c0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
     yield
+    @phases["#{name}_cpu"] = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - c0
     @phases[name] = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
   end
 

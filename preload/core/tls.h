@@ -33,6 +33,9 @@ struct mw_tls {
 	 * variable: its address is fixed for the thread's life), NULL
 	 * until first asked */
 	void **ruby_ec;
+	/* track.c: this thread's errno (&errno: fixed for the thread's
+	 * life), NULL until first needed */
+	int *errnop;
 };
 extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
 

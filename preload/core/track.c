@@ -51,6 +51,17 @@ uint64_t mw_track_now(void)
 	       MW_NS_SHIFT;
 }
 
+/* This thread's errno, its address remembered: a load instead of a
+ * call of __errno_location on every recorded call. */
+static inline __attribute__((always_inline)) int *errno_ptr(void)
+{
+	int *e = mw_tls.errnop;
+
+	if (__builtin_expect(!e, 0))
+		e = mw_tls.errnop = &errno;
+	return e;
+}
+
 /* A freed block's lifespan, in the age clock's unit. */
 static inline uint64_t age_of(const struct mw_live_entry *e)
 {
@@ -160,7 +171,8 @@ static __attribute__((noinline)) struct mw_site *stack_site(void)
 /* The site of an allocation: the JIT's when the JIT's own code made it
  * (whatever Ruby line runs meanwhile), its Ruby line when the thread runs
  * Ruby code, else its caller; NULL when the table cannot take a new one. */
-static struct mw_site *site_of(uintptr_t caller)
+static inline __attribute__((always_inline)) struct mw_site *
+site_of(uintptr_t caller)
 {
 	struct mw_ruby_pos pos;
 	struct mw_site *s;
@@ -208,7 +220,9 @@ sampled_stack(struct mw_site *line, size_t size)
 	return s;
 }
 
-void mw_track_alloc(void *p, size_t size, uintptr_t caller)
+/* mw_track_alloc's work, guard raised: also mw_track_realloc's. */
+static inline __attribute__((always_inline)) void
+track_alloc(void *p, size_t size, uintptr_t caller)
 {
 	struct mw_live_entry e, stale;
 	struct mw_site *s;
@@ -238,12 +252,39 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 		account_free(&stale);	/* also unmarks: net zero */
 }
 
+void mw_track_alloc(void *p, size_t size, uintptr_t caller)
+{
+	int *e = errno_ptr(), saved = *e;
+
+	mw_tls.guard++;
+	track_alloc(p, size, caller);
+	mw_tls.guard--;
+	*e = saved;
+}
+
+void *mw_track_malloc(size_t size, uintptr_t caller)
+{
+	void *p = mw_real.malloc(size);
+	int *e, saved;
+
+	if (!p)
+		return p;
+	e = errno_ptr();
+	saved = *e;
+	mw_tls.guard++;
+	track_alloc(p, size, caller);
+	mw_tls.guard--;
+	*e = saved;
+	return p;
+}
+
 uint64_t mw_track_usable_size(void *p)
 {
 	return mw_real.malloc_usable_size ? mw_real.malloc_usable_size(p) : 0;
 }
 
-void mw_track_free(void *p)
+/* mw_track_free_real's record, guard raised. */
+static inline __attribute__((always_inline)) void track_free(void *p)
 {
 	struct mw_live_entry e;
 
@@ -251,6 +292,17 @@ void mw_track_free(void *p)
 	 * counted there with its size: the window's net change needs it */
 	if (mw_live_remove((uintptr_t)p, &e))
 		account_free(&e);
+}
+
+void mw_track_free_real(void *p)
+{
+	int *e = errno_ptr(), saved = *e;
+
+	mw_tls.guard++;
+	track_free(p);
+	mw_tls.guard--;
+	*e = saved;
+	mw_real.free(p);
 }
 
 void *mw_track_realloc(void *p, size_t n, size_t m, int array,
@@ -279,7 +331,7 @@ void *mw_track_realloc(void *p, size_t n, size_t m, int array,
 		else if (maybe)
 			mw_live_add_unknown((uintptr_t)p, unknown_bytes);
 		if (q && mw_sample_take(size))
-			mw_track_alloc(q, size, caller);
+			track_alloc(q, size, caller);
 	}
 	mw_tls.guard--;
 	errno = saved;

@@ -30,13 +30,19 @@ static inline int mw_track_quiet_leave(void)
 }
 
 /* Records a new block (a sampled one stands for its weight's worth of
- * allocations).  Context: hook, guard raised. */
+ * allocations), raising the thread's guard meanwhile and keeping errno.
+ * Context: hook, tracking on, guard not raised. */
 void mw_track_alloc(void *p, size_t size, uintptr_t caller);
+/* malloc(@size) through the real function, recorded as mw_track_alloc
+ * does when it succeeds: malloc's recorded path, one call deep.
+ * Context: as mw_track_alloc. */
+void *mw_track_malloc(size_t size, uintptr_t caller);
 /* Records the free of @p if it is tracked, else counts it, with its
- * usable size, as the free of a block from before tracking began.
- * Context: hook, guard raised, before the real free (so the address
- * cannot be reused meanwhile). */
-void mw_track_free(void *p);
+ * usable size, as the free of a block from before tracking began (the
+ * guard raised meanwhile, errno kept), then frees it through the real
+ * free: the record comes first, so the address cannot be reused
+ * meanwhile.  Context: hook, tracking on, guard not raised. */
+void mw_track_free_real(void *p);
 /* The allocator's usable size of live block @p (0 when it has no
  * malloc_usable_size).  Context: hook; never allocates. */
 uint64_t mw_track_usable_size(void *p);

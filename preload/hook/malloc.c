@@ -25,28 +25,20 @@
 /* Before the real functions are known (we are inside dlsym): bootstrap. */
 #define NOT_READY() (unlikely(!mw_real_ready()) && mw_real_resolve())
 
+/* mw_track_alloc raises the guard and keeps errno. */
 static inline void record_alloc(void *p, size_t size, uintptr_t caller)
 {
-	int saved = errno;
-
-	mw_tls.guard++;
 	mw_track_alloc(p, size, caller);
-	mw_tls.guard--;
-	errno = saved;
 }
 
 EXPORT void *malloc(size_t size)
 {
-	void *p;
-
 	if (NOT_READY())
 		return mw_boot_alloc(size, 16);
 	if (!mw_tracking() || !mw_sample_take(size))
 		return mw_real.malloc(size);
-	p = mw_real.malloc(size);
-	if (p)
-		record_alloc(p, size, CALLER());
-	return p;
+	/* recorded: one call (a tail call) into track.c */
+	return mw_track_malloc(size, CALLER());
 }
 
 EXPORT void *calloc(size_t n, size_t m)
@@ -77,12 +69,8 @@ EXPORT void free(void *p)
 	if (NOT_READY())
 		return;		/* cannot happen: p came from somewhere */
 	if (mw_tracking() && mw_sample_maybe((uintptr_t)p)) {
-		int saved = errno;
-
-		mw_tls.guard++;
-		mw_track_free(p);
-		mw_tls.guard--;
-		errno = saved;
+		mw_track_free_real(p);
+		return;
 	}
 	mw_real.free(p);
 }
