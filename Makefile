@@ -112,11 +112,17 @@ man:
 deps-build:
 	@scripts/install-deps build
 
+# What depends on the CPU is in one file per architecture (inject/arch.h):
+# those of the compiler's target.
+MW_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
+INJECT_ARCH_x86_64 = inject/arch_x86_64.c inject/sigframe_x86_64.c \
+	inject/syscalls_x86_64.c
+INJECT_ARCH_aarch64 = inject/arch_aarch64.c inject/syscalls_aarch64.c
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
-	inject/ptrace.c inject/sigframe.c inject/syscalls.c inject/maps.c \
+	inject/ptrace.c inject/syscalls.c inject/maps.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
 	inject/bpfeval.c inject/scprobe.c inject/safepoint.c inject/vecvictim.c \
-	inject/dlerror.c
+	inject/dlerror.c $(INJECT_ARCH_$(MW_ARCH))
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
