@@ -20,12 +20,14 @@ step() {
 }
 uname -m
 # what works on aarch64 today
-C_TESTS="build/tests/test_options build/tests/test_control build/tests/test_elfsym build/tests/test_maps build/tests/test_symtab"
+# (test_symtab needs tests/targets/statics, x86-64 assembly; test_live and
+# test_live_threads need preload/base/spin.h's x86 pause)
+C_TESTS="build/tests/test_options build/tests/test_control build/tests/test_elfsym build/tests/test_maps"
 step make -j2 build/bin/mwrap-inject $C_TESTS
 for t in $C_TESTS; do
 	step "$t"
 done
-step /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/arm64
+step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests/arm64
 # the rest, for the record
 s=$(date +%s)
 make -k -j2 build >/tmp/build.log 2>&1
