@@ -57,7 +57,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 .PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
 	install-product gem deb packages test-packages help \
 	check-hooks check-layers test-versions test-debian13 test-ruby34 test-ruby-src test-ruby-src-ci test-container test-rails \
-	test-speedscope sidecar test-sidecar
+	test-speedscope sidecar test-sidecar test-arm64
 
 # `make` builds into build/ and installs nothing; `make setup` first
 # installs the Debian packages that are missing (make test, make demo).
@@ -85,6 +85,7 @@ help:
 	@echo "make test-versions  the tests of what differs by Ruby version (attach, preload, stacks, versions)"
 	@echo "make test-ruby-src  Rubies built from source as the official images are (RUBIES=3.4.3 4.1.0-dev): 3.x make test with YJIT, 4.x the version tests with YJIT and ZJIT"
 	@echo "make test-ruby-src-ci  CI's part: 3.4.3 from source with YJIT, the version tests"
+	@echo "make test-arm64     in an arm64 Debian 12 VM (qemu): build what is ported, the C unit tests, tests/arm64"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window"
 	@echo "make test-speedscope  --format=speedscope against speedscope's npm package (its schema, its viewer)"
@@ -113,11 +114,17 @@ man:
 deps-build:
 	@scripts/install-deps build
 
+# What depends on the CPU is in one file per architecture (inject/arch.h):
+# those of the compiler's target.
+MW_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
+INJECT_ARCH_x86_64 = inject/arch_x86_64.c inject/sigframe_x86_64.c \
+	inject/syscalls_x86_64.c
+INJECT_ARCH_aarch64 = inject/arch_aarch64.c inject/syscalls_aarch64.c
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
-	inject/ptrace.c inject/sigframe.c inject/syscalls.c inject/maps.c \
+	inject/ptrace.c inject/syscalls.c inject/maps.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
 	inject/bpfeval.c inject/scprobe.c inject/safepoint.c inject/vecvictim.c \
-	inject/dlerror.c
+	inject/dlerror.c $(INJECT_ARCH_$(MW_ARCH))
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
@@ -337,6 +344,14 @@ test-ruby-src:
 test-ruby-src-ci:
 	@scripts/install-deps root
 	scripts/ruby-src versions 3.4.3
+
+# aarch64: an arm64 Debian 12 VM under qemu (TCG, no KVM; cached in
+# /var/cache/mwrap-attach/arm64, built once in ~5 min), booted with a
+# fresh copy of the tree, running tests/arm64/job.sh: the build of what
+# is ported, the C unit tests, tests/arm64 (issue 31's note: the times).
+test-arm64:
+	@scripts/install-deps arm64
+	scripts/arm64-vm run sh tests/arm64/job.sh
 
 # Containers as a runtime runs them: podman from Debian, images made
 # from cached debootstrap roots (tests/container/image; ruby-image: the

@@ -2,6 +2,7 @@
 /* bpfeval.c - see bpfeval.h */
 #define _GNU_SOURCE
 #include "bpfeval.h"
+#include "arch.h"
 
 #include <errno.h>
 #include <linux/audit.h>
@@ -10,11 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__x86_64__)
-#define SC_ARCH AUDIT_ARCH_X86_64
-#else
-#error "bpfeval.c: only x86_64 filters are evaluated"
-#endif
+#define SC_ARCH mwi_arch_audit
 
 #ifndef SECCOMP_RET_KILL_PROCESS
 #define SECCOMP_RET_KILL_PROCESS 0x80000000U

@@ -31,9 +31,10 @@ int mwi_dlerror_slot(const char *libc_path, uintptr_t libc_base,
 {
 	uint64_t v;
 	/* the loader writes the variable's offset from the thread pointer
-	 * into this GOT slot (x86-64: R_X86_64_TPOFF64) */
+	 * into this GOT slot (x86-64: R_X86_64_TPOFF64, aarch64:
+	 * R_AARCH64_TLS_TPREL64) */
 	int ret = mwi_elf_reloc_slot(libc_path, "__libc_dlerror_result",
-				     R_X86_64_TPOFF64, &v);
+				     mwi_arch_tpoff_reloc, &v);
 
 	if (ret)
 		return ret;
@@ -47,13 +48,13 @@ int mwi_dlerror_read(struct mwi_thread *t, uintptr_t slot, char *msg,
 	struct dl_action_result r;
 	char obj[PATH_MAX], err[512];
 	int64_t tpoff;
-	uint64_t at;
+	uint64_t at, tp;
 	int ret;
 
 	msg[0] = '\0';
-	/* x86-64: the thread pointer is fs_base, TLS below it */
 	if ((ret = mwi_peek(t, slot, &tpoff, sizeof(tpoff))) ||
-	    (ret = mwi_peek(t, t->saved.fs_base + (uint64_t)tpoff, &at,
+	    (ret = mwi_arch_thread_pointer(t, &tp)) ||
+	    (ret = mwi_peek(t, tp + (uint64_t)tpoff, &at,
 			    sizeof(at))))
 		return ret;
 	if (at == MALLOC_FAILED) {

@@ -9,7 +9,6 @@
 #include "maps.h"
 #include "ptrace.h"
 #include "safepoint.h"
-#include "sigframe.h"
 #include "../preload/inject_abi.h"
 
 #include <dirent.h>
@@ -51,14 +50,8 @@ static int list_threads(pid_t pid, pid_t *tids, int max)
 struct target_fns {
 	uintptr_t dlopen, sigaltstack;
 	uintptr_t dlerror_slot;	/* see dlerror.h, or 0 */
-	uintptr_t restore_rt;	/* glibc's "mov $15,%rax; syscall", or 0 */
+	uintptr_t restore_rt;	/* rt_sigreturn's code in libc, or 0 */
 	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
-};
-
-/* glibc's signal trampoline __restore_rt: rt_sigreturn. */
-static const unsigned char restore_rt_code[] = {
-	0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00,	/* mov $15, %rax */
-	0x0f, 0x05,					/* syscall */
 };
 
 /* A file mapped in the target, as a path we can open.  /proc/PID/maps
@@ -90,9 +83,11 @@ static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
 		return -ENOENT;
 	if (mwi_elf_symbol(path, "sigaltstack", &v) == 0)
 		f->sigaltstack = m->libc_base + v;
-	if (mwi_elf_find_code(path, restore_rt_code, sizeof(restore_rt_code),
-			      &v) == 0)
+	if (mwi_elf_find_code(path, mwi_arch_sigreturn_code,
+			      mwi_arch_sigreturn_len, &v) == 0)
 		f->restore_rt = m->libc_base + v;
+	else if (mwi_arch_sigreturn_extra(pid, &v) == 0)
+		f->restore_rt = v;
 	if (mwi_elf_symbol(path, "dlopen", &v) == 0) {
 		f->dlopen = m->libc_base + v;
 		if (mwi_dlerror_slot(path, m->libc_base, &f->dlerror_slot))
@@ -137,14 +132,14 @@ static int find_lib_syms(pid_t pid, const char *lib, const char *fn,
  * 0, or -errno (then the calls that follow stay unguarded). */
 static int fill_altstack(struct mwi_thread *t, const struct target_fns *f)
 {
-	struct mwi_stack ss;
+	stack_t ss;
 	uint64_t args[2];
 	int ret;
 
 	args[0] = 0;
 	args[1] = mwi_frame_altstack(t);
 	ret = mwi_call_guarded(t, f->sigaltstack, args, 2, f->restore_rt,
-			       f->restore_rt + sizeof(restore_rt_code));
+			       f->restore_rt + mwi_arch_sigreturn_len);
 	if (!ret)
 		ret = mwi_peek(t, args[1], &ss, sizeof(ss));
 	/* on its alternate stack, rt_sigreturn could not restore it */
@@ -201,7 +196,7 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 	args[1] = RTLD_NOW_ | RTLD_NODELETE_ |
 		  (f->internal ? RTLD_DLOPEN_INTERNAL : 0);
 	ret = guarded ? mwi_call_guarded(t, f->dlopen, args, 2, f->restore_rt,
-					 f->restore_rt + sizeof(restore_rt_code))
+					 f->restore_rt + mwi_arch_sigreturn_len)
 		      : mwi_call(t, f->dlopen, args, 2, &handle);
 	if (ret)
 		return call_failed(t, why, "dlopen", "dlopen", ret);

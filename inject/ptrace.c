@@ -2,9 +2,7 @@
 /* ptrace.c - see ptrace.h */
 #define _GNU_SOURCE
 #include "ptrace.h"
-#include "sigframe.h"
 
-#include <elf.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -88,9 +86,9 @@ static int is_event_stop(int status)
 	return WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP;
 }
 
-static int get_regs(struct mwi_thread *t, struct user_regs_struct *r)
+static int get_regs(struct mwi_thread *t, mwi_regs *r)
 {
-	return ptrace(PTRACE_GETREGS, t->tid, 0, r) ? -errno : 0;
+	return mwi_arch_get_regs(t->tid, r);
 }
 
 static void remember_signal(struct mwi_thread *t, int sig)
@@ -114,9 +112,10 @@ static void remember_signal(struct mwi_thread *t, int sig)
  * -EINTR, and it stays stopped when we detach. */
 static int interrupt(struct mwi_thread *t)
 {
-	struct user_regs_struct before = { 0 }, now;
+	mwi_regs before, now;
 	int status, ret, sig = 0;
 
+	memset(&before, 0, sizeof(before));
 	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0))
 		return -errno;
 	for (;;) {
@@ -124,9 +123,10 @@ static int interrupt(struct mwi_thread *t)
 		if (ret)
 			return ret;
 		/* moved since we delivered a signal: onto its handler */
-		if (sig && !get_regs(t, &now) && now.rsp != before.rsp &&
-		    now.rsp > t->handler_sp)
-			t->handler_sp = now.rsp;
+		if (sig && !get_regs(t, &now) &&
+		    mwi_arch_sp(&now) != mwi_arch_sp(&before) &&
+		    mwi_arch_sp(&now) > t->handler_sp)
+			t->handler_sp = mwi_arch_sp(&now);
 		if (is_event_stop(status))
 			return WSTOPSIG(status) == SIGTRAP ? 0 : -EINTR;
 		sig = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
@@ -144,11 +144,11 @@ static int interrupt(struct mwi_thread *t)
 	}
 }
 
-int mwi_in_handler(struct mwi_thread *t, const struct user_regs_struct *r)
+int mwi_in_handler(struct mwi_thread *t, const mwi_regs *r)
 {
 	if (!t->handler_sp)
 		return 0;
-	if (r->rsp <= t->handler_sp)
+	if (mwi_arch_sp(r) <= t->handler_sp)
 		return 1;
 	t->handler_sp = 0;	/* above the outermost frame: all returned */
 	return 0;
@@ -182,14 +182,14 @@ int mwi_run_for(struct mwi_thread *t, unsigned us)
 
 int mwi_save(struct mwi_thread *t)
 {
-	struct iovec iov = { t->xstate, sizeof(t->xstate) };
 	int ret = get_regs(t, &t->saved);
 
 	if (ret)
 		return ret;
-	if (ptrace(PTRACE_GETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov))
-		return -errno;
-	t->xstate_len = iov.iov_len;
+	ret = mwi_arch_save_ext(t->tid, t->xstate, sizeof(t->xstate),
+				&t->xstate_len);
+	if (ret)
+		return ret;
 	if (ptrace(PTRACE_GETSIGMASK, t->tid, (void *)sizeof(t->sigmask),
 		   &t->sigmask))
 		return -errno;
@@ -237,7 +237,7 @@ int mwi_write_scratch(struct mwi_thread *t, const void *data, size_t len,
 		return -E2BIG;
 	/* scratch grows down from 256 bytes below the stack pointer,
 	 * clear of the 128-byte red zone */
-	t->scratch = (t->saved.rsp - 256 - sizeof(t->scratch_saved)) &
+	t->scratch = (mwi_arch_sp(&t->saved) - 256 - sizeof(t->scratch_saved)) &
 		     ~(uintptr_t)63;
 	if (t->scratch_len == 0) {
 		ret = peek_poke(t, t->scratch, t->scratch_saved,
@@ -279,90 +279,44 @@ int mwi_peek(struct mwi_thread *t, uintptr_t addr, void *buf, size_t len)
 	return peek_poke(t, addr, buf, len, 0);
 }
 
-/* The thread's saved state, with an interrupted syscall turned into its
- * own restart (rip back onto the syscall instruction, the number back in
- * rax) and orig_rax = -1: what the kernel would have done on resuming
- * it, done once and for all, so the state can be restored from anywhere
- * (a syscall stop, or an rt_sigreturn). */
-static void restartable(const struct user_regs_struct *in,
-			struct user_regs_struct *out)
-{
-	long rax = (long)in->rax;
-
-	*out = *in;
-	if ((long)in->orig_rax >= 0) {
-		if (rax == -ERESTARTSYS || rax == -ERESTARTNOINTR ||
-		    rax == -ERESTARTNOHAND) {
-			out->rax = in->orig_rax;
-			out->rip -= 2;
-		} else if (rax == -ERESTART_RESTARTBLOCK) {
-			out->rax = SYS_restart_syscall;
-			out->rip -= 2;
-		}
-	}
-	out->orig_rax = (unsigned long long)-1;
-}
-
 uintptr_t mwi_frame_altstack(const struct mwi_thread *t)
 {
-	return t->frame_sp ? t->frame_sp + MWI_SIGFRAME_ALTSTACK : 0;
+	return t->frame_sp ? t->frame_altstack : 0;
 }
 
 int mwi_guard(struct mwi_thread *t)
 {
-	static struct mwi_rt_sigframe frame;
-	static unsigned char xs[sizeof(t->xstate)];
-	struct user_regs_struct r;
-	size_t xsize = t->xstate_len, fplen;
-	uintptr_t strings, fp, sp;
+	mwi_regs r;
+	uintptr_t strings, sp, alt;
 	int ret;
 
-	if (!t->have_saved || !t->scratch_len || xsize < MWI_XSAVE_MIN ||
-	    xsize + MWI_XSTATE_TRAILER > sizeof(xs))
+	if (!t->have_saved || !t->scratch_len)
 		return -ENOTSUP;
-	memcpy(xs, t->xstate, xsize);
-	fplen = mwi_sigframe_fpstate(xs, xsize);
 	strings = t->scratch + sizeof(t->scratch_saved) - t->scratch_len;
-	fp = (strings - fplen) & ~(uintptr_t)63;
-	/* rsp = 8 mod 16 at entry */
-	sp = ((fp - sizeof(frame)) & ~(uintptr_t)15) - 8;
-	if (sp < t->scratch + 1024)
-		return -E2BIG;
-
-	restartable(&t->saved, &r);
-	mwi_sigframe_fill(&frame, &r, t->sigmask, fp);
-	if ((ret = peek_poke(t, fp, xs, fplen, 1)) ||
-	    (ret = peek_poke(t, sp, &frame, sizeof(frame), 1)))
+	mwi_arch_restartable(&t->saved, &r);
+	ret = mwi_arch_sigframe(t, &r, t->sigmask, t->xstate, t->xstate_len,
+				strings, t->scratch + 1024, &sp, &alt);
+	if (ret)
 		return ret;
 	t->frame_sp = sp;
+	t->frame_altstack = alt;
 	return 0;
 }
 
-/* Sets the thread up for a call (rip = @fn, rsp = @sp, its return
- * address at @sp) from any stop, and resumes it with @resume
+/* Sets the thread up for a call (pc = @fn, stack at @sp, returning to
+ * @ret_addr: arch.h) from any stop, and resumes it with @resume
  * (PTRACE_CONT, or PTRACE_SYSCALL to stop at each syscall). */
 static int start_call(struct mwi_thread *t, uintptr_t fn, uintptr_t sp,
 		      uint64_t ret_addr, const uint64_t *args, int nargs,
 		      int resume)
 {
-	struct user_regs_struct r = t->saved;
-	unsigned long long *argreg[6] = { &r.rdi, &r.rsi, &r.rdx, &r.rcx,
-					  &r.r8, &r.r9 };
+	mwi_regs r = t->saved;
 	uint64_t mask = ~0ull;
-	int i;
+	int err;
 
-	if (peek_poke(t, sp, &ret_addr, sizeof(ret_addr), 1))
-		return -EFAULT;
-	for (i = 0; i < nargs && i < 6; i++)
-		*argreg[i] = args[i];
-	r.rsp = sp;
-	r.rip = fn;
-	r.rax = 0;
-	/* no syscall restart, and at a syscall-entry stop: skip it */
-	r.orig_rax = (unsigned long long)-1;
-	r.eflags &= ~(0x400ull | 0x100ull);	/* clear DF and TF */
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
-		return -errno;
+	if ((err = mwi_arch_set_call(t, &r, fn, sp, ret_addr, args, nargs)) ||
+	    (err = mwi_arch_set_regs(t->tid, &r)))
+		return err;
 	/* asynchronous signals wait until we are done; faults must not be
 	 * blocked (the kernel would reset their handlers) */
 	for (int s = 1; s <= 64; s++)
@@ -376,15 +330,15 @@ static int start_call(struct mwi_thread *t, uintptr_t fn, uintptr_t sp,
 }
 
 /* Runs the thread until the call just started returns: to address 0
- * (its SIGSEGV; *@rax gets the result) when @stop_rip is 0, else to the
+ * (its SIGSEGV; *@result gets the result) when @stop_rip is 0, else to the
  * entry of the rt_sigreturn whose syscall instruction ends at @stop_rip
  * (a guarded call).  Other signals are kept for later; a fault in the
  * call, our deadline or the thread's death end it with an error. */
 static int finish_call(struct mwi_thread *t, uintptr_t stop_rip,
-		       uint64_t *rax)
+		       uint64_t *result)
 {
 	int resume = stop_rip ? PTRACE_SYSCALL : PTRACE_CONT;
-	struct user_regs_struct r;
+	mwi_regs r;
 	int err, status;
 
 	for (;;) {
@@ -424,13 +378,15 @@ static int finish_call(struct mwi_thread *t, uintptr_t stop_rip,
 				err = get_regs(t, &r);
 				if (err)
 					return err;
-				if (!stop_rip && sig == SIGSEGV && r.rip == 0) {
-					*rax = r.rax;	/* our return trap */
+				if (!stop_rip && sig == SIGSEGV &&
+				    mwi_arch_pc(&r) == 0) {
+					/* our return trap */
+					*result = mwi_arch_retval(&r);
 					return 0;
 				}
 				fprintf(stderr, "mwrap-inject: the target faulted "
 					"inside the injected call at %#llx\n",
-					r.rip);
+					(unsigned long long)mwi_arch_pc(&r));
 				return -EFAULT;
 			}
 			remember_signal(t, sig);
@@ -461,12 +417,10 @@ int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
 	int err;
 
 	/* a stack below our scratch (and below the frame, if any), aligned
-	 * so that the callee sees rsp = 8 mod 16, as after a call; the
-	 * return address 0 traps */
-	sp = ((t->frame_sp ? t->frame_sp - 128 :
-	       t->scratch ? t->scratch : t->saved.rsp - 256 - 32768) - 64) &
-	     ~(uintptr_t)15;
-	sp -= 8;
+	 * as after a call; the return address 0 traps */
+	sp = mwi_arch_call_sp((t->frame_sp ? t->frame_sp - 128 :
+			       t->scratch ? t->scratch :
+			       mwi_arch_sp(&t->saved) - 256 - 32768) - 64);
 	err = start_call(t, fn, sp, 0, args, nargs, PTRACE_CONT);
 	return err ? err : finish_call(t, 0, ret);
 }
@@ -485,19 +439,18 @@ void mwi_release(struct mwi_thread *t)
 		interrupt(t);
 		say(t, "left the call running in thread %d\n", (int)t->tid);
 	} else if (t->have_saved) {
-		struct iovec iov = { t->xstate, t->xstate_len };
-		struct user_regs_struct r;
+		mwi_regs r;
 
 		/* Vector state and mask first, the registers next: from then
 		 * on the thread no longer needs the signal frame, which the
 		 * scratch restore overwrites last.  The restartable form of
 		 * the registers restarts an interrupted syscall whatever kind
 		 * of stop we are in. */
-		ptrace(PTRACE_SETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov);
+		mwi_arch_restore_ext(t->tid, t->xstate, t->xstate_len);
 		ptrace(PTRACE_SETSIGMASK, t->tid, (void *)sizeof(t->sigmask),
 		       &t->sigmask);
-		restartable(&t->saved, &r);
-		ptrace(PTRACE_SETREGS, t->tid, 0, &r);
+		mwi_arch_restartable(&t->saved, &r);
+		mwi_arch_set_regs(t->tid, &r);
 		if (t->scratch_len || t->frame_sp)
 			peek_poke(t, t->scratch, t->scratch_saved,
 				  sizeof(t->scratch_saved), 1);
@@ -515,7 +468,7 @@ void mwi_release(struct mwi_thread *t)
 
 int mwi_settle(struct mwi_thread *t)
 {
-	struct user_regs_struct r;
+	mwi_regs r;
 	int status;
 
 	if (!t->seized || !t->at_enter_stop)
@@ -523,12 +476,15 @@ int mwi_settle(struct mwi_thread *t)
 	t->at_enter_stop = 0;
 	/* skip the rt_sigreturn (running it would also cancel a pending
 	 * restart_syscall, as every sigreturn does), and let whatever the
-	 * filter writes into rax be overwritten at the exit stop */
-	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r))
-		return -errno;
-	r.orig_rax = (unsigned long long)-1;
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) ||
-	    ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+	 * filter writes into the result be overwritten at the exit stop */
+	if (mwi_arch_settle_skips) {
+		if (get_regs(t, &r))
+			return -errno;
+		mwi_arch_no_syscall(&r);
+		if (mwi_arch_set_regs(t->tid, &r))
+			return -errno;
+	}
+	if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
 		return -errno;
 	/* nothing is delivered between a syscall's entry and its exit */
 	if (waitpid(t->tid, &status, __WALL) < 0)

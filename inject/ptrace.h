@@ -4,25 +4,19 @@
 #ifndef MWI_PTRACE_H
 #define MWI_PTRACE_H
 
+#include "arch.h"
+
 #include <stdint.h>
 #include <sys/types.h>
-#include <sys/user.h>
 
 
 #define MWI_MAX_PENDING 32
 
-/* What rax shows at a stop inside a syscall that is to be restarted
- * (the kernel's own errnos, never seen by the program) */
-#define ERESTARTSYS 512
-#define ERESTARTNOINTR 513
-#define ERESTARTNOHAND 514
-#define ERESTART_RESTARTBLOCK 516
-
 struct mwi_thread {
 	pid_t pid, tid;
 	int seized;
-	struct user_regs_struct saved;		/* at the stop */
-	unsigned char xstate[16384];		/* FPU/SSE/AVX state */
+	mwi_regs saved;				/* at the stop */
+	unsigned char xstate[16384];		/* FPU/vector state (arch.h) */
 	size_t xstate_len;
 	uint64_t sigmask;
 	int have_saved;
@@ -40,6 +34,7 @@ struct mwi_thread {
 	size_t scratch_len;
 	/* the signal frame (see mwi_guard): 0 when calls are unguarded */
 	uintptr_t frame_sp;
+	uintptr_t frame_altstack;	/* its sigaltstack field */
 	int at_enter_stop;	/* stopped at a guarded call's rt_sigreturn */
 	int call_left_running;	/* a guarded call outlived the deadline */
 	unsigned long syscall_stops;	/* for -v */
@@ -64,12 +59,12 @@ int mwi_run_for(struct mwi_thread *t, unsigned us);
  * below the top of that handler's frame), else 0.  What the handler
  * interrupted may hold a lock: no safe point.  Context: the injector,
  * with @t seized and stopped. */
-int mwi_in_handler(struct mwi_thread *t, const struct user_regs_struct *r);
+int mwi_in_handler(struct mwi_thread *t, const mwi_regs *r);
 int mwi_save(struct mwi_thread *t);
 /* Copies @len bytes below the red zone; *@addr gets their address. */
 int mwi_write_scratch(struct mwi_thread *t, const void *data, size_t len,
 		      uintptr_t *addr);
-/* Calls fn(args...) in the thread; *@ret gets rax.  The call returns to
+/* Calls fn(args...) in the thread; *@ret gets its return value.  The call returns to
  * address 0, whose fault we catch: if we died meanwhile the thread
  * would die too, so keep these calls short (a syscall wrapper). */
 int mwi_call(struct mwi_thread *t, uintptr_t fn, const uint64_t *args,
@@ -103,9 +98,9 @@ int mwi_read_string(struct mwi_thread *t, uintptr_t addr, char *buf,
 /* Call before mwi_release() on a thread stopped at the entry of the
  * rt_sigreturn that ends a guarded call: skips that syscall and leaves
  * the thread at its exit stop, where the restore is safe.  Restoring at
- * the entry stop itself skips it too (orig_rax = -1), but the filter
+ * the entry stop itself skips it too (syscall -1), but the filter
  * still runs on syscall -1 and the kernel writes its answer (the
- * runtimes' defaults: ENOSYS or EPERM) over the restored rax: the
+ * runtimes' defaults: ENOSYS or EPERM) over the restored result: the
  * thread's interrupted syscall then fails with it.  0 (also when there
  * is nothing to do), or -errno.
  * Context: the injector, with @t seized. */

@@ -123,8 +123,12 @@ static long probe(int nr)
 		if (r >= 0)
 			close((int)r);
 		return sys_result(r);
+#ifdef SYS_poll
 	case SYS_poll:
 		return sys_result(syscall(nr, NULL, 0, 0));
+#endif
+	case SYS_ppoll:		/* aarch64's poll */
+		return sys_result(syscall(nr, NULL, 0, &zero, NULL, 8));
 	case -1:
 		/* ENOSYS when nothing filters it */
 		errno = 0;
@@ -144,9 +148,17 @@ static long probe(int nr)
 		return sys_result(syscall(nr));
 	case SYS_getrlimit:
 		return sys_result(syscall(nr, RLIMIT_AS, buf));
+	case SYS_prlimit64:	/* aarch64's getrlimit */
+		return sys_result(syscall(nr, 0, RLIMIT_AS, NULL, buf));
+#ifdef SYS_readlink
 	case SYS_readlink:
 		return sys_result(syscall(nr, "/proc/self/exe", buf,
 					  sizeof(buf)));
+#endif
+	case SYS_readlinkat:	/* aarch64's readlink */
+		return sys_result(syscall(nr, AT_FDCWD, "/proc/self/exe", buf,
+					  sizeof(buf)));
+#ifdef SYS_rename
 	case SYS_rename:
 	case SYS_unlink:
 	case SYS_mkdir:
@@ -158,6 +170,17 @@ static long probe(int nr)
 		else
 			r = syscall(nr, "/nonexistent/mwrap-probe",
 				    "/nonexistent/mwrap-probe2");
+		return r < 0 && errno != ENOENT ? -errno : 0;
+#endif
+	case SYS_renameat:	/* aarch64's rename and mkdir */
+	case SYS_mkdirat:
+		errno = 0;
+		if (nr == SYS_mkdirat)
+			r = syscall(nr, AT_FDCWD, "/nonexistent/mwrap-probe",
+				    0700);
+		else
+			r = syscall(nr, AT_FDCWD, "/nonexistent/mwrap-probe",
+				    AT_FDCWD, "/nonexistent/mwrap-probe2");
 		return r < 0 && errno != ENOENT ? -errno : 0;
 	case SYS_unlinkat:
 		errno = 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* syscalls.h - the syscalls the injector reasons about, each list
- * written once (x86-64 numbers):
+ * written once, with the numbers of the CPU built for (syscalls_x86_64.c,
+ * syscalls_aarch64.c):
  *  - the ones an attach makes in the target, with how much it needs
  *    each: seccomp.c judges the target's filter on them;
  *  - the blocking ones during which a thread holds no libc or loader

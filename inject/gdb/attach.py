@@ -16,6 +16,8 @@ import os
 
 import gdb
 
+X86_64 = 'x86-64' in gdb.selected_frame().architecture().name()
+
 
 def syscall_of(tid):
     try:
@@ -36,7 +38,8 @@ def le(b, signed=False):
 # Inside a libc string routine called from code of its own: see
 # in_leaf_called_from_outside in safepoint.c.
 def in_leaf(pc, sp, bad):
-    if not LEAF or not LIBC[0] <= pc < LIBC[1]:
+    # x86-64's call sequences (arch_x86_64.c); elsewhere libc stays unsafe
+    if not LEAF or not LIBC[0] <= pc < LIBC[1] or not X86_64:
         return False
     try:
         ret = le(rd(sp, 8))
@@ -76,8 +79,10 @@ def dlerror_message():
         return '?'
     try:
         tpoff = le(rd(DLERR, 8), True)
-        fs = int(gdb.parse_and_eval('(unsigned long)$fs_base'))
-        at = le(rd((fs + tpoff) % (1 << 64), 8))
+        # the thread pointer: x86-64's fs_base, aarch64's tpidr_el0
+        tp = int(gdb.parse_and_eval('(unsigned long)$%s' %
+                                    ('fs_base' if X86_64 else 'tpidr')))
+        at = le(rd((tp + tpoff) % (1 << 64), 8))
         if at == (1 << 64) - 1:
             return 'out of memory'
         r = rd(at, 24)

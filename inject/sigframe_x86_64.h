@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* sigframe.h - the x86-64 kernel's signal frame, as rt_sigreturn reads
+/* sigframe_x86_64.h - the x86-64 kernel's signal frame, as rt_sigreturn reads
  * it at rsp - 8: what a guarded call (ptrace.c) returns through.
  * Copied from the kernel's arch/x86/include/asm/sigframe.h and uapi
- * asm/sigcontext.h, asm/ucontext.h; sigframe.c checks each offset the
- * kernel reads against the number there. */
+ * asm/sigcontext.h, asm/ucontext.h; sigframe_x86_64.c checks each offset the
+ * kernel reads against the number there.  Built on x86-64 only (arch.h). */
 #ifndef MWI_SIGFRAME_H
 #define MWI_SIGFRAME_H
 
@@ -83,7 +83,7 @@ size_t mwi_xstate_frame_len(const unsigned char *xs, size_t len,
 size_t mwi_sigframe_fpstate(unsigned char *xs, size_t len);
 
 /* Fills @f so that rt_sigreturn on it restores @r (already in the form
- * to resume from: see restartable() in ptrace.c), @sigmask and the
+ * to resume from: see mwi_arch_restartable() in arch.h), @sigmask and the
  * fpstate at @fpstate (an address in the target).  The sigaltstack
  * field reads SS_DISABLE until the thread fills it in.
  * Context: any. */

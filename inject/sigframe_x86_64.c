@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* sigframe.c - see sigframe.h */
-#include "sigframe.h"
+/* sigframe_x86_64.c - see sigframe_x86_64.h */
+#include "sigframe_x86_64.h"
 
 #include <cpuid.h>
 #include <signal.h>
