@@ -436,6 +436,15 @@ def with_vars(script, **kw):
 
 
 @functools.lru_cache(maxsize=None)
+def ruby_version():
+    """The `ruby` in PATH's RUBY_VERSION as a tuple of ints ((4, 1, 0))."""
+    p = subprocess.run(["ruby", "-e", "print RUBY_VERSION"], timeout=60,
+                       capture_output=True, text=True,
+                       env=dict(os.environ, RUBYOPT=""))
+    return tuple(int(x) for x in p.stdout.split("."))
+
+
+@functools.lru_cache(maxsize=None)
 def ruby_lacks(feature):
     """Why `ruby` cannot require @feature, or None: a Ruby built from
     source without its bundled gems (make test-ruby-src) has no fiddle
