@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import (ATTACH, CHROMIUM, MWRAP, ROOT, attach, attach_during, chromium,
-                      during_window, parse_json_dump,
+                      during_window, gc_line_bytes, parse_json_dump,
                       ptrace_allowed, run, ruby_version, start_ready)
 
 APP = os.path.join(ROOT, "tests", "targets", "stacks_app.rb")
@@ -154,7 +154,11 @@ def test_default_window_names_a_gems_callers_with_exact_lines(spawn, tmp):
     row = next(i for i, l in enumerate(lines) if l.endswith(f"{HELPER}:{keep}"))
     live = int(lines[row].split()[0])
     kept = 11 * rounds
-    assert 11 * rounds * size <= live <= 11 * rounds * size + ARRAY_SLACK * kept, lines[row]
+    # plus, from Ruby 4.0, the GC's bookkeeping kept between GCs that ran
+    # on this line (gc_line_bytes: Ruby 4.1, 33,112 B over the array's
+    # slack)
+    assert 11 * rounds * size <= live <= \
+        11 * rounds * size + ARRAY_SLACK * kept + gc_line_bytes(), lines[row]
     callers = [l.split("called from ", 1)[1] for l in lines[row + 1:row + 4]
                if "called from " in l]
     assert [c.split(" (")[0] for c in callers[:2]] == \
