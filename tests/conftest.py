@@ -436,6 +436,30 @@ def with_vars(script, **kw):
 
 
 @functools.lru_cache(maxsize=None)
+def ruby_version():
+    """The `ruby` in PATH's RUBY_VERSION as a tuple of ints ((4, 1, 0))."""
+    p = subprocess.run(["ruby", "-e", "print RUBY_VERSION"], timeout=60,
+                       capture_output=True, text=True,
+                       env=dict(os.environ, RUBYOPT=""))
+    return tuple(int(x) for x in p.stdout.split("."))
+
+
+def gc_line_bytes():
+    """Bytes the GC's own bookkeeping may add to a Ruby line on which GCs
+    run, beyond what a test allows for the line itself.  A GC started by
+    an allocation allocates there (measured with native stacks of the
+    small blocks charged to a line): on every Ruby its mark-stack chunks
+    (4,008 B, stack_chunk_alloc, as the stack outgrows its cache); from
+    Ruby 4.0 also its weak-reference list, an rb_darray shrunk after each
+    GC to twice what it used and regrown by doubling reallocs during the
+    next one's marking (1,040 to 8,208 B each; mark_cc_entry_i).  Ruby
+    4.1's versions script put up to 20 chunks and 32 reallocs, 129,800 B
+    in all, on one line: 0 before 4.0 (the tests' own slack holds 3.x's
+    chunks), 128 KiB from 4.0."""
+    return 131072 if ruby_version() >= (4,) else 0
+
+
+@functools.lru_cache(maxsize=None)
 def ruby_lacks(feature):
     """Why `ruby` cannot require @feature, or None: a Ruby built from
     source without its bundled gems (make test-ruby-src) has no fiddle

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from conftest import (ATTACH, CHROMIUM, MWRAP, ROOT, attach, attach_during, chromium,
-                      during_window, parse_json_dump,
-                      ptrace_allowed, run, start_ready)
+                      during_window, gc_line_bytes, parse_json_dump,
+                      ptrace_allowed, run, ruby_version, start_ready)
 
 APP = os.path.join(ROOT, "tests", "targets", "stacks_app.rb")
 HELPER = os.path.join(ROOT, "tests", "targets", "gemlike", "helper.rb")
@@ -51,6 +51,12 @@ def report_rows(text):
             if l.strip() and json.loads(l)["type"] == "site"]
 
 
+def is_transient_heap_arena(row):
+    """Whether a report row is Ruby 3.2's transient heap's arena."""
+    return (ruby_version()[:2] == (3, 2) and row["allocations"] == 1 and
+            row["total_bytes"] == row["live_bytes"] == 32 << 20)
+
+
 def check_exact(rows, upload, ping, rounds, size):
     """The two application lines first, apart and right: 10 and 1 kept
     strings of SIZE bytes per round, within the array's slack."""
@@ -62,8 +68,13 @@ def check_exact(rows, upload, ping, rounds, size):
     assert pi["live_bytes"] >= rounds * size, pi
     assert pi["live_bytes"] <= rounds * size + ARRAY_SLACK * kept, pi
     # the uploads lead; among the application's lines the pings come next
-    # (preloaded, Ruby's own boot holds ~1.2 MiB at native sites)
-    assert rows[0] is up
+    # (preloaded, Ruby's own boot holds ~1.2 MiB at native sites, and Ruby
+    # 3.2's also its transient heap's arena: one block of 32 MiB taken at
+    # boot by Init_TransientHeap through rb_aligned_malloc (posix_memalign)
+    # and kept for good; 3.3 dropped the transient heap, and Debian's 3.1
+    # shows no such block: a bare 32 MiB mapping instead)
+    ahead = rows[:rows.index(up)]
+    assert len(ahead) <= 1 and all(map(is_transient_heap_arena, ahead)), ahead
     assert [r["location"] for r in rows if r["location"].startswith(APP + ":")][:2] == \
         [up["location"], pi["location"]]
 
@@ -143,7 +154,11 @@ def test_default_window_names_a_gems_callers_with_exact_lines(spawn, tmp):
     row = next(i for i, l in enumerate(lines) if l.endswith(f"{HELPER}:{keep}"))
     live = int(lines[row].split()[0])
     kept = 11 * rounds
-    assert 11 * rounds * size <= live <= 11 * rounds * size + ARRAY_SLACK * kept, lines[row]
+    # plus, from Ruby 4.0, the GC's bookkeeping kept between GCs that ran
+    # on this line (gc_line_bytes: Ruby 4.1, 33,112 B over the array's
+    # slack)
+    assert 11 * rounds * size <= live <= \
+        11 * rounds * size + ARRAY_SLACK * kept + gc_line_bytes(), lines[row]
     callers = [l.split("called from ", 1)[1] for l in lines[row + 1:row + 4]
                if "called from " in l]
     assert [c.split(" (")[0] for c in callers[:2]] == \
@@ -205,7 +220,13 @@ def test_preload_stacks_with_mwrap_report(tmp):
     assert any(frame_is(f, APP, ping, "handle_ping") for f in froms), p.stdout
     p = run([REPORT, "--group=file", "--format=json", str(dump)])
     assert p.returncode == 0, p.stderr
-    assert report_rows(p.stdout)[0]["location"] == HELPER
+    rows = report_rows(p.stdout)
+    # the helper's file leads; on Ruby 3.2 libruby's may come first by its
+    # transient heap's arena alone (32 MiB, check_exact): less it, behind
+    if ruby_version()[:2] == (3, 2) and rows[0]["location"] != HELPER:
+        assert rows[0]["live_bytes"] - (32 << 20) < rows[1]["live_bytes"], rows[:2]
+        rows = rows[1:]
+    assert rows[0]["location"] == HELPER
     p = run([REPORT, "--group=nope", str(dump)])
     assert p.returncode == 2 and "--group must be" in p.stderr
 
