@@ -20,9 +20,10 @@ step() {
 }
 uname -m
 # what works on aarch64 today
-# (test_symtab needs tests/targets/statics, x86-64 assembly; test_live and
-# test_live_threads need preload/base/spin.h's x86 pause)
-C_TESTS="build/tests/test_options build/tests/test_control build/tests/test_elfsym build/tests/test_maps"
+# (test_symtab needs tests/targets/statics and test_elfsym reads %fs: x86-64
+# assembly; test_live and test_live_threads need preload/base/spin.h's x86
+# pause; test_maps builds but its alarm(120) fires under TCG)
+C_TESTS="build/tests/test_options build/tests/test_control"
 step make -j2 build/bin/mwrap-inject $C_TESTS
 for t in $C_TESTS; do
 	step "$t"
