@@ -64,6 +64,19 @@ def in_leaf(pc, sp, bad):
         return False
 
 
+# aarch64: the kernel rewinds an interrupted syscall onto its "svc #0"
+# (number in x8) before the stop, and /proc/PID/task/TID/syscall then
+# shows none (see arch_aarch64.c): such a thread is blocked in it.
+def at_safe_svc(pc):
+    if X86_64:
+        return False
+    try:
+        return le(rd(pc, 4)) == 0xd4000001 and \
+            int(gdb.parse_and_eval('(long)$x8')) in SAFE
+    except Exception:
+        return False
+
+
 def c_string(addr, limit=4096):
     b = rd(addr, 1)
     while b[-1] != 0 and len(b) < limit:
@@ -132,7 +145,8 @@ if chosen is None:
         pc = int(gdb.parse_and_eval('(unsigned long)$pc'))
         sp = int(gdb.parse_and_eval('(unsigned long)$sp'))
         if syscall_of(t.ptid[1]) == -1 and \
-           (not any(lo <= pc < hi for lo, hi in bad) or in_leaf(pc, sp, bad)):
+           (not any(lo <= pc < hi for lo, hi in bad) or in_leaf(pc, sp, bad)
+            or at_safe_svc(pc)):
             chosen = t
             break
 if chosen is None:

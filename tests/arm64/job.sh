@@ -20,9 +20,10 @@ step() {
 }
 uname -m
 # what works on aarch64 today
-# (test_symtab needs tests/targets/statics, x86-64 assembly; test_live and
-# test_live_threads need preload/base/spin.h's x86 pause)
-C_TESTS="build/tests/test_options build/tests/test_control build/tests/test_elfsym build/tests/test_maps"
+# (test_symtab needs tests/targets/statics and test_elfsym reads %fs: x86-64
+# assembly; test_live and test_live_threads need preload/base/spin.h's x86
+# pause; test_maps builds but its alarm(120) fires under TCG)
+C_TESTS="build/tests/test_options build/tests/test_control"
 step make -j2 build/bin/mwrap-inject $C_TESTS
 for t in $C_TESTS; do
 	step "$t"
@@ -30,7 +31,8 @@ done
 step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests/arm64
 # the rest, for the record
 s=$(date +%s)
-make -k -j2 build >/tmp/build.log 2>&1
+# (bounded: slower than the rest under TCG, and not to eat the VM's timeout)
+timeout -k 10 "${ARM64_RECORD_BUILD_SECONDS:-1200}" make -k -j2 build >/tmp/build.log 2>&1
 echo "== arm64-job: make -k build: exit $? in $(($(date +%s) - s)) s; what fails:"
 grep -E '^make(\[[0-9]+\])?: \*\*\*|error:' /tmp/build.log | sort -u | head -40
 echo "== arm64-job: $( [ "$fail" -eq 0 ] && echo passed || echo FAILED)"
