@@ -56,7 +56,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 
 .PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
 	install-product gem deb packages test-packages help \
-	check-hooks check-layers test-versions test-debian13 test-ruby34 test-ruby-src test-ruby-src-ci test-container test-rails \
+	check-hooks check-layers test-versions test-debian13 test-ruby34 test-ruby-src test-container test-rails \
 	test-speedscope sidecar test-sidecar test-arm64
 
 # `make` builds into build/ and installs nothing; `make setup` first
@@ -84,7 +84,6 @@ help:
 	@echo "make test-ruby34    the version tests (make test-versions) in a sid root with Ruby 3.4"
 	@echo "make test-versions  the tests of what differs by Ruby version (attach, preload, stacks, versions)"
 	@echo "make test-ruby-src  Rubies built from source as the official images are (RUBIES=3.4.3 4.1.0-dev): 3.x make test with YJIT, 4.x the version tests with YJIT and ZJIT"
-	@echo "make test-ruby-src-ci  CI's part: 3.4.3 from source with YJIT, the version tests"
 	@echo "make test-arm64     in an arm64 Debian 12 VM (qemu): build what is ported, the C unit tests, tests/arm64"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window"
@@ -336,14 +335,6 @@ RUBIES = 3.4.3 4.1.0-dev
 test-ruby-src:
 	@scripts/install-deps root
 	scripts/ruby-src test $(RUBIES)
-
-# CI's part of it: 3.4.3 with YJIT, the tests of what differs by version
-# (1 min 44 s warm).  Not yet in CI: 3.4.3's whole suite (2 known
-# failures) and 4.1.0-dev (10 known failures: more small allocations on
-# a line, JIT or not), see issue 28's note.
-test-ruby-src-ci:
-	@scripts/install-deps root
-	scripts/ruby-src versions 3.4.3
 
 # aarch64: an arm64 Debian 12 VM under qemu (TCG, no KVM; cached in
 # /var/cache/mwrap-attach/arm64, built once in ~5 min), booted with a
