@@ -181,11 +181,13 @@ def test_eval_with_a_file_name_inside_a_method(tmp):
     sites = parse_dump(p.stderr[p.stderr.find("#"):])
     total, calls = sites.get("/virtual/evald.rb:2", (0, 0))
     # the GCs run on this line (its strings start them) add their own
-    # blocks: on Ruby 3.2 the transient heap's evacuation (boot objects'
-    # buffers moved into malloc'd blocks: 22 of them) and the heap page
-    # list's growth, 525 calls in all (3.3 dropped the transient heap);
-    # from 4.0 the weak-reference list's regrowth (gc_line_bytes), 512
-    extra = {(3, 2): 30}.get(ruby_version()[:2], 15 if ruby_version() >= (4,) else 0)
+    # blocks: on every Ruby the mark stack's chunks when it outgrows its
+    # cache (gc_line_bytes; 3.4.3 with YJIT: 511 calls in one of two
+    # runs); on Ruby 3.2 also the transient heap's evacuation (boot
+    # objects' buffers moved into malloc'd blocks: 22 of them) and the
+    # heap page list's growth, 525 calls in all (3.3 dropped the transient
+    # heap); from 4.0 the weak-reference list's regrowth, 512
+    extra = {(3, 2): 30}.get(ruby_version()[:2], 15 if ruby_version() >= (4,) else 5)
     assert 500 <= calls <= 510 + extra and 500 * 150_001 <= total, sites
     # the method's line holds eval's compiling (~5 kB a call), no string;
     # from Ruby 4.0 Prism also takes its nodes from arena blocks of 8,216 B,
