@@ -5,10 +5,11 @@ product; and the Ruby service's image (tests/container/image)."""
 import os
 import resource
 import shutil
+import time
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import ROOT, helper_answered, run
 
 
 def has_cap(bit):
@@ -56,3 +57,16 @@ def ruby_image(version="3.4.3"):
             timeout=1800)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
+
+
+def leak_during_window(t, pid, attach, n, size):
+    """Once the window of ATTACH (the mwrap-attach Popen) is open (pid's
+    helper answered), the service t leaks n strings of size bytes on its
+    leak line."""
+    deadline = time.monotonic() + 60
+    while not helper_answered(pid) and attach.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert helper_answered(pid), "the attach never answered"
+    t.send(f"leak {n} {size}")
+    t.expect("leaked", timeout=30)

@@ -20,9 +20,9 @@ import time
 
 import pytest
 
-from conftest import ROOT, helper_answered, is_attached, parse_json_dump, \
+from conftest import ROOT, is_attached, parse_json_dump, \
     run
-from runtime import machine_options, ruby_image
+from runtime import leak_during_window, machine_options, ruby_image
 
 pytestmark = [
     pytest.mark.skipif(os.environ.get("MWRAP_TEST_CONTAINER") != "1",
@@ -118,15 +118,9 @@ def test_jemalloc_yjit_service_window(service, where):
     a = subprocess.Popen(argv + args, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while not helper_answered(pid) and a.poll() is None and \
-                time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert helper_answered(pid), "the attach never answered"
         # the leak method's first calls: YJIT compiles its block during
         # the window (after 30 calls)
-        t.send(f"leak {N} {SIZE}")
-        t.expect("leaked", timeout=30)
+        leak_during_window(t, pid, a, N, SIZE)
         out, err = a.communicate(timeout=60)
     finally:
         if a.poll() is None:

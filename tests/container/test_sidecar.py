@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from conftest import ROOT, helper_answered, is_attached, parse_json_dump, \
+from conftest import ROOT, is_attached, parse_json_dump, \
     run
-from runtime import app_image, machine_options
+from runtime import app_image, leak_during_window, machine_options
 
 SIDECAR = os.environ.get("MWRAP_TEST_SIDECAR", "")
 pytestmark = [
@@ -95,18 +95,6 @@ def serves(t, n):
     assert t.expect("leaked", timeout=30) == f"leaked {n}"
 
 
-def leak_during_window(t, pid, p):
-    """Once the window is open (the helper answered), the service leaks
-    N strings of SIZE bytes on its leak line."""
-    deadline = time.monotonic() + 60
-    while not helper_answered(pid) and p.poll() is None and \
-            time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert helper_answered(pid), "the sidecar's attach never answered"
-    t.send(f"leak {N} {SIZE}")
-    t.expect("leaked", timeout=30)
-
-
 def text_top_row(text):
     """The text report's first site row: (live_bytes, location)."""
     lines = text.splitlines()
@@ -147,7 +135,7 @@ def test_sidecar_window_names_the_leak(pod, fmt, how, request):
         p = run_sidecar(*args, "--same-seccomp")
     else:
         p = run_sidecar(*args, privileges=("--privileged",))
-    leak_during_window(t, pid, p)
+    leak_during_window(t, pid, p, N, SIZE)
     rc, out, err = finish(p)
     assert rc == 0, err
     # (read, podman's default profile answers syscall -1, which the
