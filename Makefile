@@ -342,7 +342,7 @@ test-ruby-src:
 # is ported, the C unit tests, tests/arm64 (issue 31's note: the times).
 test-arm64:
 	@scripts/install-deps arm64
-	scripts/arm64-vm run sh tests/arm64/job.sh
+	ARM64_VM_TIMEOUT=$${ARM64_VM_TIMEOUT:-1800} scripts/arm64-vm run sh tests/arm64/job.sh
 
 # Containers as a runtime runs them: podman from Debian, images made
 # from cached debootstrap roots (tests/container/image; ruby-image: the
