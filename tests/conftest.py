@@ -476,6 +476,7 @@ def check_flame_rooted_at(page, tmp, helper, callers, ratio, tolerance, shots):
     b = by_location(under, second)
     assert len(a) == 1 and len(b) == 1 and len(under) == 2, under
     (ax, _, aw), (bx, _, bw) = a[0], b[0]
+    print(f"flame graph: helper {width} px wide, callers {aw} and {bw} px ({aw / bw:.2f}:1)")
     assert ax == left and bx >= ax + aw - 1
     assert abs(aw / bw / ratio - 1) <= tolerance, (aw, bw)
     # the two callers fill the helper's box (its own array's growth
