@@ -86,7 +86,8 @@ help:
 	@echo "make test-ruby-src  Rubies built from source as the official images are (RUBIES=3.4.3 4.1.0-dev): 3.x make test with YJIT, 4.x the version tests with YJIT and ZJIT"
 	@echo "make test-arm64     in an arm64 Debian 12 VM (qemu): build what is ported, the C unit tests, tests/arm64"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
-	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window"
+	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window;"
+	@echo "                    a Rack app's flame graph under Puma, in headless Chromium"
 	@echo "make test-speedscope  --format=speedscope against speedscope's npm package (its schema, its viewer)"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make man        rewrite the man pages' EXIT STATUS from scripts/lib/mwrap_attach/exit_codes.rb"
@@ -352,7 +353,8 @@ test-container: setup
 	@scripts/install-deps container
 	MWRAP_TEST_CONTAINER=1 $(PYTEST) -q tests/container
 
-# Debian's Rails under a Puma cluster with keep-alive load (issue 26).
+# Debian's Rails under a Puma cluster with keep-alive load (issue 26); the
+# HTML flame graph of a Rack app under Puma in headless Chromium (issue 27).
 test-rails: setup
 	@scripts/install-deps rails
 	MWRAP_TEST_RAILS=1 $(PYTEST) -q -s tests/rails

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Keep-alive HTTP load on a local server, for tests/rails: THREADS
 clients, each on one persistent connection, POST /orders in a loop;
-counts responses and errors per second."""
+counts responses and errors per second.  get_each: a fixed sequence of
+GETs on one persistent connection."""
 import http.client
 import threading
 import time
@@ -53,3 +54,18 @@ class Load:
         self.stop.set()
         for t in self.threads:
             t.join(timeout=60)
+
+
+def get_each(port, paths, timeout=30):
+    """GET each of PATHS in turn on one keep-alive connection to PORT
+    (each answer within TIMEOUT seconds): [(status, body)]."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        out = []
+        for path in paths:
+            conn.request("GET", path, headers={"Connection": "keep-alive"})
+            r = conn.getresponse()
+            out.append((r.status, r.read()))
+        return out
+    finally:
+        conn.close()

@@ -8,13 +8,9 @@ caller of the JSON line, within its first 40 lines, above the render
 line; no request fails and both workers live on."""
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
@@ -22,16 +18,15 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from conftest import ATTACH, ptrace_allowed  # noqa: E402
 from load import Load  # noqa: E402
+from server import line_of, puma_missing, puma_serving, workers_of  # noqa: E402
 
 APP = os.path.join(os.path.dirname(__file__), "app")
 CONTROLLER = os.path.join(APP, "app", "controllers", "orders_controller.rb")
 
 
 def rails_missing():
-    if os.environ.get("MWRAP_TEST_RAILS") != "1":
-        return "Rails under Puma runs with make test-rails"
-    if shutil.which("puma") is None:
-        return "puma is not installed (scripts/install-deps rails)"
+    if puma_missing() is not None:
+        return puma_missing()
     p = subprocess.run(["ruby", "-e", 'require "action_controller/railtie"'],
                        capture_output=True, timeout=60)
     return None if p.returncode == 0 else "Rails is not installed (scripts/install-deps rails)"
@@ -43,47 +38,12 @@ pytestmark = [
 ]
 
 
-def line_of(path, text):
-    with open(path) as f:
-        return next(i for i, l in enumerate(f, 1) if text in l)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def workers_of(master):
-    with open(f"/proc/{master}/task/{master}/children") as f:
-        return sorted(int(p) for p in f.read().split())
-
-
 @pytest.fixture
 def puma():
     """A Puma cluster of 2 workers x 4 threads serving the app: (master
     pid, port, worker pids); stopped afterwards."""
-    port = free_port()
-    p = subprocess.Popen(["puma", "-w", "2", "-t", "4:4", "-b", f"tcp://127.0.0.1:{port}",
-                          "config.ru"], cwd=APP, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        booted = 0
-        while booted < 2:
-            assert time.monotonic() < deadline, "puma's workers never booted"
-            line = p.stdout.readline()
-            assert line, "puma exited"
-            booted += "booted in" in line
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30).read()
-        yield p.pid, port, workers_of(p.pid)
-    finally:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=30)
+    with puma_serving(APP, workers=2) as (pid, port):
+        yield pid, port, workers_of(pid)
 
 
 def test_the_controller_is_named_without_flags(puma):
