@@ -90,7 +90,7 @@ static void header_text(struct mw_out *o)
  * mallinfo2 takes each arena's lock briefly, so never from a hook) and
  * the tracked live bytes.  The gaps between them are fragmentation and
  * the untracked part. */
-void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live)
+void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live, bool with_malloc)
 {
 	struct mallinfo2 mi;
 
@@ -100,7 +100,7 @@ void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live)
 	mw_out_json_u64(o, "tracked_live_bytes", tracked_live);
 	mw_out_str(o, ",\"allocator\":");
 	mw_out_json_str(o, mw_allocator_name());
-	if (!mw_allocator_is_glibc())
+	if (!with_malloc || !mw_allocator_is_glibc())
 		return;	/* glibc's mallinfo2 says nothing of another heap */
 	mi = mallinfo2();
 	mw_out_json_u64(o, "malloc_arena_bytes", mi.arena + mi.hblkhd);
@@ -108,13 +108,16 @@ void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live)
 	mw_out_json_u64(o, "malloc_free_bytes", mi.fordblks);
 }
 
-static void header_json(struct mw_out *o)
+/* @with_malloc false: without malloc's view (a window's --top samples,
+ * twice a second: mallinfo2 walks every arena's bins under its lock,
+ * ~2 ms in a Puma worker, and stalls its threads' mallocs meanwhile). */
+static void header_json(struct mw_out *o, bool with_malloc)
 {
 	struct mw_stats st;
 
 	mw_stats_collect(&st);
 	mw_out_str(o, "{\"type\":\"header\",\"version\":\"" MW_VERSION "\",");
-	mw_dump_memory_fields(o, st.live_bytes);
+	mw_dump_memory_fields(o, st.live_bytes, with_malloc);
 	mw_out_json_u64(o, "seconds", st.seconds);
 	mw_out_str(o, ",\"age_unit\":\"");
 	mw_out_str(o, age_unit_name());
@@ -275,7 +278,7 @@ int mw_dump_req(int fd, const struct mw_dump_req *req)
 
 	mw_out_init(&o, fd);
 	if (req->format == MW_FORMAT_JSON) {
-		header_json(&o);
+		header_json(&o, !req->top);
 		if (req->scan)
 			scan_header_json(&o, req->scan);
 	} else {

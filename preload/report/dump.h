@@ -11,6 +11,7 @@
 #ifndef MW_DUMP_H
 #define MW_DUMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,11 +45,11 @@ struct mw_dump_req {
  * (mmap). */
 int mw_dump_req(int fd, const struct mw_dump_req *req);
 
-/* Writes the JSON members "pid", "rss_bytes", "tracked_live_bytes" and
- * malloc's "malloc_arena_bytes", "malloc_in_use_bytes",
- * "malloc_free_bytes" (no braces).  Context: not a hook (mallinfo2 takes
- * the arena locks). */
-void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live);
+/* Writes the JSON members "pid", "rss_bytes", "tracked_live_bytes" and,
+ * when @with_malloc and the allocator is glibc's, malloc's
+ * "malloc_arena_bytes", "malloc_in_use_bytes", "malloc_free_bytes" (no
+ * braces).  Context: not a hook (mallinfo2 takes the arena locks). */
+void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live, bool with_malloc);
 
 /* Ruby heap pages in mwrap's dump_heap text: @mask 1, their statistics
  * ("heap_pages: N" lines); 2, one "ADDR\tGENERATION" line per live page.

@@ -269,7 +269,7 @@ static int write_view(int fd, void *arg)
 	mw_rb.each_objects(take_census, &census);
 	mw_out_init(&o, fd);
 	mw_out_str(&o, "{\"type\":\"objects\",");
-	mw_dump_memory_fields(&o, st.live_bytes);
+	mw_dump_memory_fields(&o, st.live_bytes, true);
 	os = mw_rb.protect(get_objectspace, 0, &raised);
 	if (raised)
 		add_error(&errs, &nerr, "no ObjectSpace");
