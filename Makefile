@@ -54,7 +54,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so \
 	build/targets/slowerror build/targets/libinhandler.so
 
-.PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench clean install \
+.PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench bench-puma clean install \
 	install-product gem deb packages test-packages help \
 	check-hooks check-layers test-versions test-debian13 test-ruby34 test-ruby-src test-container test-rails \
 	test-speedscope sidecar test-sidecar test-arm64
@@ -79,6 +79,8 @@ help:
 	@echo "make test       install missing Debian packages, build, run the C unit tests and the pytest suite"
 	@echo "make demo       install missing Debian packages, build, run the bundled leaking Ruby service under mwrap-attach"
 	@echo "make bench      the benchmark: ratios against a baseline (a few minutes)"
+	@echo "make bench-puma a Rails app under a 2-worker Puma cluster: throughput and CPU per request"
+	@echo "                during a default window (--children-of) against before it (about 2 minutes)"
 	@echo "make test-safety  the injection safety matrix, every case 20 times"
 	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
 	@echo "make test-ruby34    the version tests (make test-versions) in a sid root with Ruby 3.4"
@@ -378,6 +380,12 @@ demo: setup
 
 bench: setup
 	@bench/run
+
+# A Puma cluster's throughput and CPU per request during a default window
+# against before it (bench/puma; Rails, Puma and wrk: the rails group).
+bench-puma: setup
+	@scripts/install-deps rails
+	@bench/puma
 
 # Only the build's packages: a server gets no test tools (chromium, clang).
 install: deps-build
