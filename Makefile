@@ -22,7 +22,11 @@ RUBY_SITEARCH = $(shell $(RUBY) -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/de
 # preload/ by layer, each including only the ones before it
 # (scripts/check-layers): base < core < hook < report < control.
 LIB_LAYERS = base core hook report control
-LIB_SRCS = $(foreach d,$(LIB_LAYERS),$(wildcard preload/$(d)/*.c))
+# A file named *_ARCH.c is built only for that CPU (MW_ARCH, below), as
+# inject/'s are: hook/trampoline_ARCH.c, core/rbpos_ARCH.c.
+LIB_ARCHES = x86_64 aarch64
+LIB_SRCS = $(filter-out $(foreach a,$(filter-out $(MW_ARCH),$(LIB_ARCHES)),%_$(a).c),\
+	$(foreach d,$(LIB_LAYERS),$(wildcard preload/$(d)/*.c)))
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
 LIB_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-builtin -D_LGPL_SOURCE -MMD -Ipreload \
@@ -128,7 +132,7 @@ INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
-	build/tests/test_maps build/tests/test_symtab
+	build/tests/test_maps build/tests/test_symtab build/tests/test_ectls
 
 # The GOT patcher's matrix (tests/test_got_matrix.py), after plthook's:
 # an executable and its library built PIE or not, without or with RELRO,
@@ -268,8 +272,19 @@ build/tests/test_control: preload/base/command.c
 build/tests/test_symtab: preload/base/elfsyms.c \
 	build/targets/statics build/targets/statics-stripped
 build/tests/test_live build/tests/test_live_threads: preload/core/live.c \
-	preload/core/live.h preload/base/spin.h \
+	preload/core/live.h preload/base/spin.h preload/base/cpu.h \
+	$(wildcard preload/base/cpu_*.h) \
 	tests/c/live_fixture.h
+# Ruby 3.2+'s EC found in code (core/rbpos_ARCH.c), on a TLS variable of
+# a library built the two ways a libruby may be
+build/tests/test_ectls: preload/core/rbpos_$(MW_ARCH).c \
+	preload/core/rbpos_arch.h build/tests/libectls.so build/tests/libectls-ie.so
+build/tests/libectls.so: tests/c/ectls_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
+build/tests/libectls-ie.so: tests/c/ectls_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -ftls-model=initial-exec -o $@ $<
 build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ $< $(filter preload/%.c,$^)
