@@ -47,10 +47,15 @@ LIBMWRAP = build/lib/libmwrap.so
 INJECTOR = build/bin/mwrap-inject
 RUBY_EXT = build/ruby/mwrap_ext.so
 
+# jemalloc linked in (tests/test_allocators.py): built where libjemalloc-dev
+# is installed (make setup installs it; the arm64 VM has only the build's
+# packages), else that test skips, saying why
+DEEPBIND_JEMALLOC = $(if $(filter /%,$(shell $(CC) -print-file-name=libjemalloc.so)),\
+	build/targets/deepbind-jemalloc)
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/hotsite build/targets/forker \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
-	build/targets/libdeep.so build/targets/deepbind-jemalloc \
+	build/targets/libdeep.so $(DEEPBIND_JEMALLOC) \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
 	build/targets/libsclog.so build/targets/libslowctor.so \
 	build/targets/mapchurn \
