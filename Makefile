@@ -93,7 +93,7 @@ help:
 	@echo "make test-ruby34    the version tests (make test-versions) in a sid root with Ruby 3.4"
 	@echo "make test-versions  the tests of what differs by Ruby version (attach, preload, stacks, versions)"
 	@echo "make test-ruby-src  Rubies built from source as the official images are (RUBIES=3.4.3 4.1.0-dev): 3.x make test with YJIT, 4.x the version tests with YJIT and ZJIT"
-	@echo "make test-arm64     in an arm64 Debian 12 VM (qemu): build what is ported, the C unit tests, tests/arm64"
+	@echo "make test-arm64     in an arm64 Debian 12 VM (qemu): the injector, libmwrap.so, the C unit tests, tests/arm64"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window;"
 	@echo "                    a Rack app's flame graph under Puma, in headless Chromium"
@@ -359,8 +359,9 @@ test-ruby-src:
 
 # aarch64: an arm64 Debian 12 VM under qemu (TCG, no KVM; cached in
 # /var/cache/mwrap-attach/arm64, built once in ~5 min), booted with a
-# fresh copy of the tree, running tests/arm64/job.sh: the build of what
-# is ported, the C unit tests, tests/arm64 (issue 31's note: the times).
+# fresh copy of the tree, running tests/arm64/job.sh: the build of the
+# injector and libmwrap.so, the C unit tests, tests/arm64 (attach with
+# both backends, preload; issue 31's notes: the times).
 test-arm64:
 	@scripts/install-deps arm64
 	ARM64_VM_TIMEOUT=$${ARM64_VM_TIMEOUT:-1800} scripts/arm64-vm run sh tests/arm64/job.sh

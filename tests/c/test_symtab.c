@@ -50,7 +50,9 @@ __asm__(".text\n"
 #else
 #error "sized_short: x86_64 and aarch64 only"
 #endif
-extern const char sized_short_ret[];
+/* hidden: reached directly, not through a GOT slot (aarch64's linker
+ * filled the slot of this local label with its function's start) */
+extern const char sized_short_ret[] __attribute__((visibility("hidden")));
 
 static __attribute__((noinline)) int local_fn(int x)
 {
