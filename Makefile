@@ -22,7 +22,11 @@ RUBY_SITEARCH = $(shell $(RUBY) -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/de
 # preload/ by layer, each including only the ones before it
 # (scripts/check-layers): base < core < hook < report < control.
 LIB_LAYERS = base core hook report control
-LIB_SRCS = $(foreach d,$(LIB_LAYERS),$(wildcard preload/$(d)/*.c))
+# A file named *_ARCH.c is built only for that CPU (MW_ARCH, below), as
+# inject/'s are: hook/trampoline_ARCH.c, core/rbpos_ARCH.c.
+LIB_ARCHES = x86_64 aarch64
+LIB_SRCS = $(filter-out $(foreach a,$(filter-out $(MW_ARCH),$(LIB_ARCHES)),%_$(a).c),\
+	$(foreach d,$(LIB_LAYERS),$(wildcard preload/$(d)/*.c)))
 LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
 LIB_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
 	-fno-builtin -D_LGPL_SOURCE -MMD -Ipreload \
@@ -43,10 +47,15 @@ LIBMWRAP = build/lib/libmwrap.so
 INJECTOR = build/bin/mwrap-inject
 RUBY_EXT = build/ruby/mwrap_ext.so
 
+# jemalloc linked in (tests/test_allocators.py): built where libjemalloc-dev
+# is installed (make setup installs it; the arm64 VM has only the build's
+# packages), else that test skips, saying why
+DEEPBIND_JEMALLOC = $(if $(filter /%,$(shell $(CC) -print-file-name=libjemalloc.so)),\
+	build/targets/deepbind-jemalloc)
 TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/hotsite build/targets/forker \
 	build/targets/blocker build/targets/tracer build/targets/deepbind \
-	build/targets/libdeep.so build/targets/deepbind-jemalloc \
+	build/targets/libdeep.so $(DEEPBIND_JEMALLOC) \
 	build/targets/busycopy build/targets/prelive build/targets/sctarget \
 	build/targets/libsclog.so build/targets/libslowctor.so \
 	build/targets/mapchurn \
@@ -86,7 +95,7 @@ help:
 	@echo "make test-ruby34    the version tests (make test-versions) in a sid root with Ruby 3.4"
 	@echo "make test-versions  the tests of what differs by Ruby version (attach, preload, stacks, versions)"
 	@echo "make test-ruby-src  Rubies built from source as the official images are (RUBIES=3.4.3 4.1.0-dev): 3.x make test with YJIT, 4.x the version tests with YJIT and ZJIT"
-	@echo "make test-arm64     in an arm64 Debian 12 VM (qemu): build what is ported, the C unit tests, tests/arm64"
+	@echo "make test-arm64     in an arm64 Debian 12 VM (qemu): the injector, libmwrap.so, the C unit tests, tests/arm64"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window;"
 	@echo "                    a Rack app's flame graph under Puma, in headless Chromium"
@@ -130,7 +139,7 @@ INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
-	build/tests/test_maps build/tests/test_symtab
+	build/tests/test_maps build/tests/test_symtab build/tests/test_ectls
 
 # The GOT patcher's matrix (tests/test_got_matrix.py), after plthook's:
 # an executable and its library built PIE or not, without or with RELRO,
@@ -270,8 +279,19 @@ build/tests/test_control: preload/base/command.c
 build/tests/test_symtab: preload/base/elfsyms.c \
 	build/targets/statics build/targets/statics-stripped
 build/tests/test_live build/tests/test_live_threads: preload/core/live.c \
-	preload/core/live.h preload/base/spin.h \
+	preload/core/live.h preload/base/spin.h preload/base/cpu.h \
+	$(wildcard preload/base/cpu_*.h) \
 	tests/c/live_fixture.h
+# Ruby 3.2+'s EC found in code (core/rbpos_ARCH.c), on a TLS variable of
+# a library built the two ways a libruby may be
+build/tests/test_ectls: preload/core/rbpos_$(MW_ARCH).c \
+	preload/core/rbpos_arch.h build/tests/libectls.so build/tests/libectls-ie.so
+build/tests/libectls.so: tests/c/ectls_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
+build/tests/libectls-ie.so: tests/c/ectls_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -ftls-model=initial-exec -o $@ $<
 build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ $< $(filter preload/%.c,$^)
@@ -341,8 +361,9 @@ test-ruby-src:
 
 # aarch64: an arm64 Debian 12 VM under qemu (TCG, no KVM; cached in
 # /var/cache/mwrap-attach/arm64, built once in ~5 min), booted with a
-# fresh copy of the tree, running tests/arm64/job.sh: the build of what
-# is ported, the C unit tests, tests/arm64 (issue 31's note: the times).
+# fresh copy of the tree, running tests/arm64/job.sh: the build of the
+# injector and libmwrap.so, the C unit tests, tests/arm64 (attach with
+# both backends, preload; issue 31's notes: the times).
 test-arm64:
 	@scripts/install-deps arm64
 	ARM64_VM_TIMEOUT=$${ARM64_VM_TIMEOUT:-1800} scripts/arm64-vm run sh tests/arm64/job.sh

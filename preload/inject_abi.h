@@ -20,14 +20,20 @@
 /* int mw_detach(void): stops tracing and undoes every patch.
  * Context: any thread but the helper; waits up to 5 s. */
 #define MW_ABI_DETACH		"mw_detach"
-/* The return address of injected calls: stores %rax in MW_ABI_RESULT,
- * then rt_sigreturn()s on the frame the injector built. */
+/* The return address of injected calls: stores the return register
+ * (%rax, x0) in MW_ABI_RESULT, then rt_sigreturn()s on the frame the
+ * injector built (hook/trampoline_ARCH.c). */
 #define MW_ABI_TRAMPOLINE	"mw_return_trampoline"
 /* long: where the trampoline leaves the call's result. */
 #define MW_ABI_RESULT		"mw_call_result"
 /* Bytes from MW_ABI_TRAMPOLINE to the instruction after its syscall:
- * the injector's syscall-exit stop there means the call is over. */
+ * the injector's syscall-exit stop there means the call is over.  Each
+ * trampoline_ARCH.c's assembler checks its own. */
+#if defined(__aarch64__)
+#define MW_TRAMPOLINE_STOP	16
+#else
 #define MW_TRAMPOLINE_STOP	14
+#endif
 
 /* mw_attach's results other than 0 and other -errno values */
 #define MW_ATTACH_ALREADY	(-EALREADY)	/* attached before: -114 */

@@ -107,6 +107,8 @@ def test_a_library_with_its_own_allocator_is_left_alone(spawn):
 
 @needs_ptrace
 def test_c_target_with_jemalloc_linked_in(spawn):
+    if not os.path.exists(os.path.join(TARGETS, "deepbind-jemalloc")):
+        pytest.skip("libjemalloc-dev not installed when built: scripts/install-deps")
     t = spawn([os.path.join(TARGETS, "deepbind-jemalloc"),
                os.path.join(TARGETS, "libdeep.so")])
     t.expect("ready")

@@ -23,6 +23,7 @@
 
 /* SITES calls of malloc(16), each freed at once */
 void many_sites(void);
+#if defined(__x86_64__)
 __asm__(".text\n"
 	".type many_sites, @function\n"
 	"many_sites:\n"
@@ -47,6 +48,34 @@ __asm__(".macro filler\n"
 	".rept 2000\n"
 	"filler\n"
 	".endr\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".type many_sites, %function\n"
+	"many_sites:\n"
+	"	stp x29, x30, [sp, #-16]!\n"
+	"	mov x29, sp\n"
+	"	.rept 100000\n"
+	"	mov x0, #16\n"
+	"	bl malloc\n"
+	"	bl free\n"
+	"	.endr\n"
+	"	ldp x29, x30, [sp], #16\n"
+	"	ret\n"
+	".size many_sites, .-many_sites\n");
+
+/* 2,000 exported one-instruction functions (-rdynamic) */
+__asm__(".macro filler\n"
+	".globl filler\\@\n"
+	".type filler\\@, %function\n"
+	"filler\\@: ret\n"
+	".size filler\\@, 4\n"
+	".endm\n"
+	".rept 2000\n"
+	"filler\n"
+	".endr\n");
+#else
+#error "manysites: x86_64 and aarch64 only"
+#endif
 
 static double now_ms(void)
 {

@@ -8,6 +8,8 @@
 #ifndef MW_SPIN_H
 #define MW_SPIN_H
 
+#include "base/cpu.h"
+
 #include <sched.h>
 
 /* Context: our code only, the thread's guard raised (see above); never
@@ -19,7 +21,7 @@ static inline void mw_spin_lock(int *lock)
 
 		while (__atomic_load_n(lock, __ATOMIC_RELAXED)) {
 			if (++spins < 256)
-				__builtin_ia32_pause();
+				mw_cpu_relax();
 			else
 				sched_yield();	/* holder may be preempted */
 		}

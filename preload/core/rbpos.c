@@ -2,6 +2,7 @@
 /* rbpos.c - see rbpos.h */
 #define _GNU_SOURCE
 #include "core/rbpos.h"
+#include "core/rbpos_arch.h"
 #include "core/tls.h"
 
 #include <dlfcn.h>
@@ -194,11 +195,8 @@ static void walk_frames(struct mw_ruby_pos *pos, const uintptr_t *ec)
 }
 
 /* ruby_current_ec is a TLS variable: its address differs per thread, so
- * it is reached like compiled code would, through __tls_get_addr. */
-struct tls_index {
-	unsigned long module;
-	unsigned long offset;
-};
+ * it is reached like compiled code would, through __tls_get_addr
+ * (struct tls_index: rbpos_arch.h). */
 extern void *__tls_get_addr(struct tls_index *ti);
 static struct tls_index ec_index;
 
@@ -211,33 +209,6 @@ static inline void **ec_slot(void)
 	if (__builtin_expect(!slot, 0))
 		mw_tls.ruby_ec = slot = __tls_get_addr(&ec_index);
 	return slot;
-}
-
-/* Ruby 3.2+ does not export ruby_current_ec, but its functions reach it
- * through the general-dynamic TLS sequence, whose bytes the ABI fixes
- * (so that linkers may relax it): "lea tls_index(%rip),%rdi" with a
- * data16 prefix, then "data16 data16 rex.W call __tls_get_addr".  The
- * first one in @fn (rb_profile_frames reads only the EC) names it. */
-static int ec_index_from_code(const unsigned char *fn)
-{
-	static const unsigned char lea[] = { 0x66, 0x48, 0x8d, 0x3d };
-	static const unsigned char call[] = { 0x66, 0x66, 0x48, 0xe8 };
-	int i;
-
-	for (i = 0; i < 64; i++) {
-		const unsigned char *c = fn + i;
-		const struct tls_index *ti;
-		int32_t rel;
-
-		if (memcmp(c, lea, sizeof(lea)) || memcmp(c + 8, call,
-							  sizeof(call)))
-			continue;
-		memcpy(&rel, c + 4, sizeof(rel));
-		ti = (const struct tls_index *)(c + 8 + rel);
-		ec_index = *ti;
-		return ti->module != 0;
-	}
-	return 0;
 }
 
 static int find_ec_index(void *any_ruby_symbol)
@@ -289,7 +260,8 @@ static int find_profile_api(void)
 	*(void **)&thread_current = dlsym(RTLD_DEFAULT, "rb_thread_current");
 	*(void **)&iseq_path = dlsym(RTLD_DEFAULT, "rb_iseq_path");
 	layout_tries = profile_frames && thread_current && iseq_path &&
-		       ec_index_from_code((const unsigned char *)profile_frames)
+		       mw_rbpos_ec_from_code((const unsigned char *)profile_frames,
+					     &ec_index)
 		       ? LAYOUT_TRIES : 0;
 	return profile_frames && frame_path && string_ptr && native_thread_p;
 }

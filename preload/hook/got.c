@@ -4,6 +4,7 @@
 #include "hook/got.h"
 #include "core/hooklist.h"
 #include "core/real.h"
+#include "base/cpu.h"
 #include "base/spin.h"
 #include "core/track.h"
 
@@ -192,7 +193,7 @@ static void patch_rela_locked(struct scan *sc, const ElfW(Rela) *rel,
 		struct slot *s;
 		size_t h;
 
-		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+		if ((type != MW_R_JUMP_SLOT && type != MW_R_GLOB_DAT) ||
 		    !symi)
 			continue;
 		name = sc->strtab + sc->symtab[symi].st_name;
@@ -293,7 +294,7 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 			break;
 		case DT_PLTREL:
 			if (d->d_un.d_val != DT_RELA)
-				return 0;	/* not x86-64 RELA: leave */
+				return 0;	/* not RELA (x86-64's, aarch64's): leave */
 			break;
 		}
 	}

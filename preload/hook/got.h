@@ -2,7 +2,7 @@
 /* got.h - late hooking by rewriting GOT slots.
  *
  * For every loaded object except ld.so, the vdso, libmwrap itself and
- * liburcu, the R_X86_64_JUMP_SLOT and R_X86_64_GLOB_DAT relocations of
+ * liburcu, the JUMP_SLOT and GLOB_DAT relocations (base/cpu.h) of
  * the malloc family (plus dlopen/dlclose, to patch objects loaded later)
  * are pointed at our hooks.  Each slot's previous value is kept, and a
  * restore only touches slots that still point at us.

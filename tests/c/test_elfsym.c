@@ -19,6 +19,15 @@
 #include "elfsym.h"
 #include "tap.h"
 
+/* the TLS and GOT relocation types of this CPU */
+#if defined(__x86_64__)
+#define TPOFF_RELOC R_X86_64_TPOFF64
+#define GLOB_DAT_RELOC R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define TPOFF_RELOC R_AARCH64_TLS_TPREL
+#define GLOB_DAT_RELOC R_AARCH64_GLOB_DAT
+#endif
+
 static char dir[PATH_MAX], lib[PATH_MAX + 32], stripped[PATH_MAX + 32];
 static char tmpdir[] = "/tmp/test_elfsym.XXXXXX";
 
@@ -123,17 +132,17 @@ static void test_reloc_slot(void)
 		ok(1, "# SKIP no __libc_dlerror_result (glibc < 2.34)");
 		return;
 	}
-	__asm__("mov %%fs:0, %0" : "=r"(tp));	/* x86-64 */
+	tp = __builtin_thread_pointer();
 	ok(mwi_elf_reloc_slot(info.dli_fname, "__libc_dlerror_result",
-			      R_X86_64_TPOFF64, &v) == 0 &&
+			      TPOFF_RELOC, &v) == 0 &&
 	   tp + *(int64_t *)((char *)info.dli_fbase + v) == (char *)var,
 	   "a TPOFF64 slot holds its variable's offset from the thread "
 	   "pointer");
 	ok(mwi_elf_reloc_slot(info.dli_fname, "__libc_dlerror_result",
-			      R_X86_64_GLOB_DAT, &v) == -ENOENT,
+			      GLOB_DAT_RELOC, &v) == -ENOENT,
 	   "another relocation type: -ENOENT");
 	ok(mwi_elf_reloc_slot(info.dli_fname, "mwt_missing",
-			      R_X86_64_TPOFF64, &v) == -ENOENT,
+			      TPOFF_RELOC, &v) == -ENOENT,
 	   "a name that is not there: -ENOENT");
 }
 
@@ -153,7 +162,7 @@ static void test_bad_files(void)
 	path = file_with("text", text, sizeof(text) - 1);
 	ok(mwi_elf_symbol(path, "mwt_function", &v) == -ENOEXEC &&
 	   mwi_elf_find_code(path, "echo", 4, &v) == -ENOEXEC &&
-	   mwi_elf_reloc_slot(path, "x", R_X86_64_TPOFF64, &v) == -ENOEXEC,
+	   mwi_elf_reloc_slot(path, "x", TPOFF_RELOC, &v) == -ENOEXEC,
 	   "a text file: -ENOEXEC");
 	path = file_with("empty", "", 0);
 	ok(mwi_elf_symbol(path, "mwt_function", &v) == -ENOEXEC,

@@ -22,6 +22,8 @@
 
 /* sized_short's symbol ends where its call returns to */
 void *sized_short(size_t n);
+#if defined(__x86_64__)
+#define SIZED_SHORT_LEN 9	/* its bytes up to the return address */
 __asm__(".text\n"
 	".p2align 4\n"
 	".type sized_short, @function\n"
@@ -32,7 +34,25 @@ __asm__(".text\n"
 	".size sized_short, .-sized_short\n"
 	"	add $8, %rsp\n"
 	"	ret\n");
-extern const char sized_short_ret[];
+#elif defined(__aarch64__)
+#define SIZED_SHORT_LEN 12
+__asm__(".text\n"
+	".p2align 4\n"
+	".type sized_short, %function\n"
+	"sized_short:\n"
+	"	stp x29, x30, [sp, #-16]!\n"
+	"	mov x29, sp\n"
+	"	bl malloc\n"
+	"sized_short_ret:\n"
+	".size sized_short, .-sized_short\n"
+	"	ldp x29, x30, [sp], #16\n"
+	"	ret\n");
+#else
+#error "sized_short: x86_64 and aarch64 only"
+#endif
+/* hidden: reached directly, not through a GOT slot (aarch64's linker
+ * filled the slot of this local label with its function's start) */
+extern const char sized_short_ret[] __attribute__((visibility("hidden")));
 
 static __attribute__((noinline)) int local_fn(int x)
 {
@@ -142,7 +162,7 @@ static void test_own_file(const struct self *s)
 	ok(!strcmp(n, "local_fn") && off == 3, "inside it: %s+%llu", n,
 	   (unsigned long long)off);
 	n = name_at(&t, s, (const void *)((uintptr_t)sized_short_ret - 1), &off);
-	ok(!strcmp(n, "sized_short") && off == 8,
+	ok(!strcmp(n, "sized_short") && off == SIZED_SHORT_LEN - 1,
 	   "the last byte of a symbol is its: %s+%llu", n,
 	   (unsigned long long)off);
 	n = name_at(&t, s, sized_short_ret, &off);
@@ -202,7 +222,7 @@ static void test_statics(const char *dir)
 	n = mw_elf_syms_find(&st, exported + 9, &off);
 	ok(n && !strcmp(n, "exported_grow") && off == 9,
 	   "stripped: the exported one keeps its (%s)", n ? n : "-");
-	n = mw_elf_syms_find(&t, short_end + 9, &off);
+	n = mw_elf_syms_find(&t, short_end + SIZED_SHORT_LEN, &off);
 	ok(!n, "statics: sized_short's return address is not sized_short's (%s)",
 	   n ? n : "-");
 	mw_elf_syms_free(&t);

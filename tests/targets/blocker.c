@@ -166,8 +166,14 @@ static int direction_flag(void)
 		char *s = src + sizeof(src) - 1, *d = dst + sizeof(dst) - 1;
 		size_t n = sizeof(src);
 
+#if defined(__x86_64__)
 		__asm__ volatile("std\n\trep movsb\n\tcld"
 				 : "+S"(s), "+D"(d), "+c"(n) : : "memory", "cc");
+#else
+		/* no direction flag: a plain backward copy */
+		while (n--)
+			*d-- = *s--;
+#endif
 		if (memcmp(src, dst, sizeof(src))) {
 			say("CORRUPT copy\n");
 			return 1;

@@ -21,6 +21,7 @@
  * its last instruction inside the symbol, the rest of its code has no
  * symbol at all.  A return address there is not sized_short's. */
 void *sized_short(size_t n);
+#if defined(__x86_64__)
 __asm__(".text\n"
 	".p2align 4\n"
 	".type sized_short, @function\n"
@@ -30,6 +31,20 @@ __asm__(".text\n"
 	".size sized_short, .-sized_short\n"
 	"	add $8, %rsp\n"
 	"	ret\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".p2align 4\n"
+	".type sized_short, %function\n"
+	"sized_short:\n"
+	"	stp x29, x30, [sp, #-16]!\n"
+	"	mov x29, sp\n"
+	"	bl malloc\n"
+	".size sized_short, .-sized_short\n"
+	"	ldp x29, x30, [sp], #16\n"
+	"	ret\n");
+#else
+#error "sized_short: x86_64 and aarch64 only"
+#endif
 
 /* static: only .symtab names it; noinline and a size the compiler cannot
  * see keep it a function of its own (no clone, no inlining), memset keeps

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 
+require "rbconfig"
 require_relative "failure"
 require_relative "injector"
 require_relative "maps"
@@ -118,10 +119,17 @@ module MwrapAttach
       out =~ /^result=5$/ ? nil : "gdb could not call into it: #{out.lines.last.to_s.strip}"
     end
 
+    # read(2)'s number as /proc/PID/syscall shows it: x86-64's own table,
+    # or the generic one (aarch64)
+    READ_SYSCALL = { "x86_64" => "0", "aarch64" => "63" }.freeze
+
     def self.blocked_in_read?(pid)
-      deadline = Time.now + 2
+      read = READ_SYSCALL.fetch(RbConfig::CONFIG["host_cpu"], "0")
+      # a fresh cat reaches its read() in milliseconds; much more under
+      # an emulated CPU (qemu's TCG: 20-40 times slower)
+      deadline = Time.now + 10
       until Time.now > deadline
-        return true if File.read("/proc/#{pid}/syscall").split.first == "0"
+        return true if File.read("/proc/#{pid}/syscall").split.first == read
         sleep 0.01
       end
       false

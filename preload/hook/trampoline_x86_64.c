@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* trampoline.c - where calls made by the injector return to.
+/* trampoline_x86_64.c - where calls made by the injector return to
+ * (x86-64; trampoline_aarch64.c is the same for aarch64).
  *
  * mwrap-inject calls functions of ours in a thread it has hijacked.
  * Their return address is mw_return_trampoline, which stores the result
