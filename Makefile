@@ -366,7 +366,7 @@ test-ruby-src:
 # both backends, preload; issue 31's notes: the times).
 test-arm64:
 	@scripts/install-deps arm64
-	ARM64_VM_TIMEOUT=$${ARM64_VM_TIMEOUT:-1800} scripts/arm64-vm run sh tests/arm64/job.sh
+	ARM64_VM_TIMEOUT=$${ARM64_VM_TIMEOUT:-2400} scripts/arm64-vm run sh tests/arm64/job.sh
 
 # Containers as a runtime runs them: podman from Debian, images made
 # from cached debootstrap roots (tests/container/image; ruby-image: the
