@@ -65,6 +65,7 @@ __attribute__((noinline, cold)) int mw_live_grow_locked(struct shard *sh)
 	}
 	sh->slots = slots;
 	sh->mask = n - 1;
+	sh->limit = (uint64_t)n * MW_LIVE_LOAD_EIGHTHS / 8;
 	if (old)
 		munmap(old, (size_t)old_n * sizeof(struct mw_live_entry));
 	return 0;

@@ -81,6 +81,9 @@ struct mw_live_shard {
 	int lock;
 	uint32_t mask;		/* slots - 1, 0 before first use */
 	uint64_t count;
+	/* count at which an insert first grows the shard: (mask + 1) *
+	 * MW_LIVE_LOAD_EIGHTHS / 8, 0 before first use */
+	uint64_t limit;
 	uint64_t unknown;	/* removes of pointers not in the table */
 	uint64_t unknown_bytes;	/* their usable sizes */
 	struct mw_live_entry *slots;
@@ -223,8 +226,7 @@ void mw_live_unknown_locked(struct mw_live_shard *sh, uintptr_t ptr);
  * Returns 0, or -ENOMEM (counted as dropped).  Caller holds the lock. */
 static inline int mw_live_reserve_locked(struct mw_live_shard *sh)
 {
-	if (__builtin_expect((sh->count + 1) * 8 >
-			     ((uint64_t)sh->mask + 1) * MW_LIVE_LOAD_EIGHTHS, 0) &&
+	if (__builtin_expect(sh->count >= sh->limit, 0) &&
 	    mw_live_grow_locked(sh) && sh->count + 1 > sh->mask) {
 		__atomic_add_fetch(&mw_live_dropped, 1, __ATOMIC_RELAXED);
 		return -ENOMEM;
