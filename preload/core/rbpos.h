@@ -30,11 +30,20 @@ struct mw_ruby_pos {
 	uintptr_t pc, iseq;
 };
 
+/* mw_ruby_pos's work, in a process running Ruby. */
+int mw_ruby_pos_present(struct mw_ruby_pos *pos);
+
 /* Returns 1 and fills @pos when the calling thread holds the GVL, has
  * an execution context and (where frames are known) runs Ruby code;
- * returns 0 otherwise.  Also refreshes mw_ruby_generation.
+ * returns 0 otherwise.  Also refreshes mw_ruby_generation.  Inline: a
+ * process without Ruby pays a load, not a call.
  * Context: hook-safe; never allocates. */
-int mw_ruby_pos(struct mw_ruby_pos *pos);
+static inline int mw_ruby_pos(struct mw_ruby_pos *pos)
+{
+	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
+		return 0;
+	return mw_ruby_pos_present(pos);
+}
 
 /* The code buffer (a malloc block of Ruby's) that @pos's pc lies in:
  * sets *code and returns 1, or returns 0 when pc is 0 or not inside the
