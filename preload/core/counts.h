@@ -16,6 +16,9 @@
 
 #include "core/tls.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 struct mw_counts {
 	uint64_t total;		/* bytes allocated */
 	uint64_t allocations;
@@ -114,5 +117,7 @@ void mw_counts_zero(struct mw_site_counts *c);
 
 /* Bytes of stripes handed out.  Context: any; never allocates. */
 uint64_t mw_counts_memory(void);
+
+#pragma GCC visibility pop
 
 #endif

@@ -18,6 +18,9 @@
 
 #include "base/spin.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 #define MW_LIVE_SIZE_MAX ((UINT64_C(1) << 39) - 1)
 /* Set on a block whose free must be reported (see mw_live_watch). */
 #define MW_LIVE_WATCHED (UINT64_C(1) << 39)
@@ -357,5 +360,7 @@ static inline int mw_live_take(uintptr_t ptr, struct mw_live_entry *out)
 {
 	return mw_live_remove_entry(ptr, out, 0);
 }
+
+#pragma GCC visibility pop
 
 #endif

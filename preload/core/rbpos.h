@@ -10,6 +10,9 @@
 
 #include <stdint.h>
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 /* Looks the Ruby symbols up.  Returns 1 if the process runs Ruby.
  * Context: not a hook (calls dlsym, dlopen(RTLD_NOLOAD), dlinfo). */
 int mw_ruby_init(void);
@@ -91,5 +94,7 @@ int mw_ruby_frame_names(uintptr_t frame, const char **path,
  * Context: async-signal-safe on threads that have run Ruby code (their
  * TLS block for libruby exists). */
 int mw_ruby_thread_has_ec_sigsafe(int need_gvl);
+
+#pragma GCC visibility pop
 
 #endif

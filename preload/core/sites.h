@@ -17,6 +17,9 @@
 #include "core/counts.h"
 #include "core/rbpos.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 #define MW_SITE_MAX (1u << 20)	/* ids 1 .. MW_SITE_MAX-1 (live.h packs 20 bits) */
 /* Reserved ids, never a real site, so never in a site dump: */
 /* the live table's markers of watched Ruby code buffers
@@ -183,5 +186,7 @@ static inline struct mw_site *mw_site_for_addr(uintptr_t addr)
 	}
 	return mw_site_for_addr_miss(addr, c);
 }
+
+#pragma GCC visibility pop
 
 #endif
