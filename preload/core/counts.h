@@ -16,6 +16,9 @@
 
 #include "core/tls.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 struct mw_counts {
 	uint64_t total;		/* bytes allocated */
 	uint64_t allocations;
@@ -73,13 +76,21 @@ static inline struct mw_counts *mw_counts_mine(struct mw_site_counts *c)
 static inline void mw_counts_alloc(struct mw_site_counts *c, uint64_t bytes,
 				   uint64_t n)
 {
-	struct mw_counts *m = mw_counts_mine(c);
+	struct mw_stripes *st = __atomic_load_n(&c->stripes, __ATOMIC_ACQUIRE);
+	struct mw_counts *m;
 	uint64_t now;
 
-	__atomic_add_fetch(&m->total, bytes, __ATOMIC_RELAXED);
-	now = __atomic_add_fetch(&m->allocations, n, __ATOMIC_RELAXED);
+	if (__builtin_expect(st != 0, 1)) {	/* a hot site: no crossing */
+		m = &st->line[mw_counts_stripe()].c;
+		__atomic_add_fetch(&m->total, bytes, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&m->allocations, n, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_add_fetch(&c->base.total, bytes, __ATOMIC_RELAXED);
+	now = __atomic_add_fetch(&c->base.allocations, n, __ATOMIC_RELAXED);
 	/* one thread sees the crossing */
-	if (m == &c->base && now >= MW_COUNTS_HOT && now - n < MW_COUNTS_HOT)
+	if (__builtin_expect(now >= MW_COUNTS_HOT, 0) &&
+	    now - n < MW_COUNTS_HOT)
 		mw_counts_make_hot(c);
 }
 
@@ -114,5 +125,7 @@ void mw_counts_zero(struct mw_site_counts *c);
 
 /* Bytes of stripes handed out.  Context: any; never allocates. */
 uint64_t mw_counts_memory(void);
+
+#pragma GCC visibility pop
 
 #endif

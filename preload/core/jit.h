@@ -21,6 +21,9 @@
 
 #include "core/sites.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 /* One range of the JIT's text: [start, start + len), len 0 when none. */
 struct mw_jit_range {
 	uintptr_t start, len;
@@ -60,5 +63,7 @@ void mw_jit_set(const struct mw_jit_range text[2], unsigned crates,
  * compiler", "JIT compiler" when which one is on cannot be told), else
  * NULL.  Context: any; never allocates. */
 const char *mw_jit_name(const struct mw_site *s);
+
+#pragma GCC visibility pop
 
 #endif

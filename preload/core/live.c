@@ -65,6 +65,7 @@ __attribute__((noinline, cold)) int mw_live_grow_locked(struct shard *sh)
 	}
 	sh->slots = slots;
 	sh->mask = n - 1;
+	sh->limit = (uint64_t)n * MW_LIVE_LOAD_EIGHTHS / 8;
 	if (old)
 		munmap(old, (size_t)old_n * sizeof(struct mw_live_entry));
 	return 0;
@@ -72,12 +73,13 @@ __attribute__((noinline, cold)) int mw_live_grow_locked(struct shard *sh)
 
 int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
 {
-	struct shard *sh = shard_of(ptr);
+	struct mw_live_at at = mw_live_at(ptr);
+	struct shard *sh = at.sh;
 	uint32_t i;
 
 	mw_spin_lock(&sh->lock);
 	if (sh->mask) {
-		i = probe_locked(sh, ptr);
+		i = probe_locked(&at);
 		if (sh->slots[i].key) {
 			sh->slots[i].size_birth |= MW_LIVE_WATCHED;
 			mw_spin_unlock(&sh->lock);
@@ -88,7 +90,7 @@ int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
 		mw_spin_unlock(&sh->lock);
 		return -ENOMEM;
 	}
-	i = probe_locked(sh, ptr);	/* the table may have grown */
+	i = probe_locked(&at);	/* the table may have grown */
 	mw_live_make(&sh->slots[i], ptr, marker_site, 0, 0);
 	sh->slots[i].size_birth |= MW_LIVE_WATCHED;
 	sh->count++;

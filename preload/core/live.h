@@ -18,6 +18,9 @@
 
 #include "base/spin.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 #define MW_LIVE_SIZE_MAX ((UINT64_C(1) << 39) - 1)
 /* Set on a block whose free must be reported (see mw_live_watch). */
 #define MW_LIVE_WATCHED (UINT64_C(1) << 39)
@@ -81,6 +84,9 @@ struct mw_live_shard {
 	int lock;
 	uint32_t mask;		/* slots - 1, 0 before first use */
 	uint64_t count;
+	/* count at which an insert first grows the shard: (mask + 1) *
+	 * MW_LIVE_LOAD_EIGHTHS / 8, 0 before first use */
+	uint64_t limit;
 	uint64_t unknown;	/* removes of pointers not in the table */
 	uint64_t unknown_bytes;	/* their usable sizes */
 	struct mw_live_entry *slots;
@@ -116,19 +122,43 @@ static inline uint32_t mw_live_home(uint64_t h, uint32_t mask)
 	return (uint32_t)(h >> 16) & mask;
 }
 
-/* Starts loading the slot @ptr would go to, so that a later insert or
- * remove finds it in cache.  Context: hook-safe; never faults. */
-static inline void mw_live_prefetch(uintptr_t ptr)
+/* Where @ptr's entry goes: its shard, its hash and its key bits
+ * (ptr >> 4), computed once for the prefetch and the insert or remove
+ * that follows.  Context: any; pure. */
+struct mw_live_at {
+	struct mw_live_shard *sh;
+	uint64_t h;
+	uint64_t k;
+};
+
+static inline struct mw_live_at mw_live_at(uintptr_t ptr)
 {
-	struct mw_live_shard *sh = mw_live_shard_of(ptr);
+	struct mw_live_at at = { mw_live_shard_of(ptr), mw_live_mix(ptr),
+				 (uint64_t)ptr >> 4 };
+
+	return at;
+}
+
+/* Starts loading the slot @at's pointer would go to, so that a later
+ * insert or remove finds it in cache.  Context: hook-safe; never
+ * faults. */
+static inline void mw_live_prefetch_at(const struct mw_live_at *at)
+{
 	/* unlocked reads: a stale answer only prefetches the wrong line */
-	struct mw_live_entry *slots = __atomic_load_n(&sh->slots,
+	struct mw_live_entry *slots = __atomic_load_n(&at->sh->slots,
 						      __ATOMIC_RELAXED);
-	uint32_t mask = __atomic_load_n(&sh->mask, __ATOMIC_RELAXED);
+	uint32_t mask = __atomic_load_n(&at->sh->mask, __ATOMIC_RELAXED);
 
 	if (slots)
-		__builtin_prefetch(&slots[mw_live_home(mw_live_mix(ptr), mask)],
-				   1);
+		__builtin_prefetch(&slots[mw_live_home(at->h, mask)], 1);
+}
+
+/* mw_live_prefetch_at for @ptr.  Context: as mw_live_prefetch_at. */
+static inline void mw_live_prefetch(uintptr_t ptr)
+{
+	struct mw_live_at at = mw_live_at(ptr);
+
+	mw_live_prefetch_at(&at);
 }
 
 /* Watches the block at @ptr: its entry, or a new one of @marker_site
@@ -199,8 +229,7 @@ void mw_live_unknown_locked(struct mw_live_shard *sh, uintptr_t ptr);
  * Returns 0, or -ENOMEM (counted as dropped).  Caller holds the lock. */
 static inline int mw_live_reserve_locked(struct mw_live_shard *sh)
 {
-	if (__builtin_expect((sh->count + 1) * 8 >
-			     ((uint64_t)sh->mask + 1) * MW_LIVE_LOAD_EIGHTHS, 0) &&
+	if (__builtin_expect(sh->count >= sh->limit, 0) &&
 	    mw_live_grow_locked(sh) && sh->count + 1 > sh->mask) {
 		__atomic_add_fetch(&mw_live_dropped, 1, __ATOMIC_RELAXED);
 		return -ENOMEM;
@@ -208,38 +237,37 @@ static inline int mw_live_reserve_locked(struct mw_live_shard *sh)
 	return 0;
 }
 
-/* Whether entry key @key is that of @ptr (its ptr >> 4 bits).
+/* Whether entry key @key is that of the pointer whose ptr >> 4 is @k.
  * Context: any; pure. */
-static inline int mw_live_key_is(uint64_t key, uintptr_t ptr)
+static inline int mw_live_key_is(uint64_t key, uint64_t k)
 {
-	return (key & ((UINT64_C(1) << MW_LIVE_PTR_BITS) - 1)) ==
-	       (uint64_t)ptr >> 4;
+	return (key & ((UINT64_C(1) << MW_LIVE_PTR_BITS) - 1)) == k;
 }
 
-/* The slot holding @ptr, or the empty slot that ends its probe run.
- * Caller holds the lock of a shard in use (mask != 0). */
-static inline uint32_t mw_live_probe_locked(const struct mw_live_shard *sh,
-					    uintptr_t ptr)
+/* The slot holding @at's pointer, or the empty slot that ends its probe
+ * run.  Caller holds the lock of a shard in use (mask != 0). */
+static inline uint32_t mw_live_probe_locked(const struct mw_live_at *at)
 {
-	const struct mw_live_entry *s = sh->slots;
-	uint32_t mask = sh->mask, i;
+	const struct mw_live_entry *s = at->sh->slots;
+	uint32_t mask = at->sh->mask, i;
 
-	for (i = mw_live_home(mw_live_mix(ptr), mask);
-	     s[i].key && !mw_live_key_is(s[i].key, ptr); i = (i + 1) & mask)
+	for (i = mw_live_home(at->h, mask);
+	     s[i].key && !mw_live_key_is(s[i].key, at->k); i = (i + 1) & mask)
 		;
 	return i;
 }
 
-/* Records @e.  If the pointer is already present (its free was never seen,
- * e.g. made through a pointer to free captured before attach), the old
- * entry is replaced and returned in *@stale with 1; else returns 0.
- * Returns -ENOMEM when the table cannot grow (nothing recorded).
+/* Records @e, whose pointer @at was made for (mw_live_at(mw_live_ptr(@e))).
+ * If the pointer is already present (its free was never seen, e.g. made
+ * through a pointer to free captured before attach), the old entry is
+ * replaced and returned in *@stale with 1; else returns 0.  Returns
+ * -ENOMEM when the table cannot grow (nothing recorded).
  * Context: hook-safe with the recursion guard raised. */
 static inline __attribute__((always_inline)) int
-mw_live_insert(const struct mw_live_entry *e,
-				 struct mw_live_entry *stale)
+mw_live_insert_at(const struct mw_live_at *at, const struct mw_live_entry *e,
+		  struct mw_live_entry *stale)
 {
-	struct mw_live_shard *sh = mw_live_shard_of(mw_live_ptr(e));
+	struct mw_live_shard *sh = at->sh;
 	uint32_t i;
 	int ret = 0;
 
@@ -248,7 +276,7 @@ mw_live_insert(const struct mw_live_entry *e,
 		mw_spin_unlock(&sh->lock);
 		return -ENOMEM;
 	}
-	i = mw_live_probe_locked(sh, mw_live_ptr(e));
+	i = mw_live_probe_locked(at);
 	if (sh->slots[i].key) {
 		*stale = sh->slots[i];
 		ret = 1;
@@ -260,12 +288,22 @@ mw_live_insert(const struct mw_live_entry *e,
 	return ret;
 }
 
+/* mw_live_insert_at, its place found here.  Context: as
+ * mw_live_insert_at. */
+static inline __attribute__((always_inline)) int
+mw_live_insert(const struct mw_live_entry *e, struct mw_live_entry *stale)
+{
+	struct mw_live_at at = mw_live_at(mw_live_ptr(e));
+
+	return mw_live_insert_at(&at, e, stale);
+}
+
 /* mw_live_remove and mw_live_take: @count_unknown says which. */
 static inline __attribute__((always_inline)) int
 mw_live_remove_entry(uintptr_t ptr, struct mw_live_entry *out,
 		     int count_unknown)
 {
-	uint64_t h = mw_live_mix(ptr);
+	uint64_t h = mw_live_mix(ptr), k = (uint64_t)ptr >> 4;
 	struct mw_live_shard *sh = mw_live_shard_of(ptr);
 	struct mw_live_entry *s;
 	uint32_t i, j, mask;
@@ -279,7 +317,7 @@ mw_live_remove_entry(uintptr_t ptr, struct mw_live_entry *out,
 		mw_spin_unlock(&sh->lock);
 		return 0;
 	}
-	for (i = mw_live_home(h, mask); !mw_live_key_is(s[i].key, ptr);
+	for (i = mw_live_home(h, mask); !mw_live_key_is(s[i].key, k);
 	     i = (i + 1) & mask) {
 		if (!s[i].key) {
 			if (count_unknown)
@@ -322,5 +360,7 @@ static inline int mw_live_take(uintptr_t ptr, struct mw_live_entry *out)
 {
 	return mw_live_remove_entry(ptr, out, 0);
 }
+
+#pragma GCC visibility pop
 
 #endif

@@ -14,6 +14,9 @@
 #include "core/rbpos.h"
 #include "core/sites.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 /* The site last remembered for this Ruby position, or NULL; and the
  * remembering, which the caller may do only once the code buffer the
  * position's pc lies in (mw_ruby_pos_code) is watched: that buffer's
@@ -83,5 +86,7 @@ static inline struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos)
 		return mw_site_get(id);
 	return NULL;
 }
+
+#pragma GCC visibility pop
 
 #endif

@@ -291,12 +291,10 @@ int mw_ruby_init(void)
 	return 1;
 }
 
-int mw_ruby_pos(struct mw_ruby_pos *pos)
+int mw_ruby_pos_present(struct mw_ruby_pos *pos)
 {
 	void **ec;
 
-	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
-		return 0;
 	if (via_profile) {
 		/* From 3.2 "has the GVL" reads the thread through the EC
 		 * itself: true only once the EC exists. */

@@ -10,6 +10,9 @@
 
 #include <stdint.h>
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 /* Looks the Ruby symbols up.  Returns 1 if the process runs Ruby.
  * Context: not a hook (calls dlsym, dlopen(RTLD_NOLOAD), dlinfo). */
 int mw_ruby_init(void);
@@ -30,11 +33,20 @@ struct mw_ruby_pos {
 	uintptr_t pc, iseq;
 };
 
+/* mw_ruby_pos's work, in a process running Ruby. */
+int mw_ruby_pos_present(struct mw_ruby_pos *pos);
+
 /* Returns 1 and fills @pos when the calling thread holds the GVL, has
  * an execution context and (where frames are known) runs Ruby code;
- * returns 0 otherwise.  Also refreshes mw_ruby_generation.
+ * returns 0 otherwise.  Also refreshes mw_ruby_generation.  Inline: a
+ * process without Ruby pays a load, not a call.
  * Context: hook-safe; never allocates. */
-int mw_ruby_pos(struct mw_ruby_pos *pos);
+static inline int mw_ruby_pos(struct mw_ruby_pos *pos)
+{
+	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
+		return 0;
+	return mw_ruby_pos_present(pos);
+}
 
 /* The code buffer (a malloc block of Ruby's) that @pos's pc lies in:
  * sets *code and returns 1, or returns 0 when pc is 0 or not inside the
@@ -82,5 +94,7 @@ int mw_ruby_frame_names(uintptr_t frame, const char **path,
  * Context: async-signal-safe on threads that have run Ruby code (their
  * TLS block for libruby exists). */
 int mw_ruby_thread_has_ec_sigsafe(int need_gvl);
+
+#pragma GCC visibility pop
 
 #endif

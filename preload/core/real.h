@@ -14,6 +14,9 @@
 
 #include "core/hooklist.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 /* The functions our hooks forward to, one per entry of hooklist.h:
  * the malloc family (required), dlopen/dlclose and mmap/munmap (NULL if
  * not found; their users check). */
@@ -72,5 +75,7 @@ static inline int mw_boot_owns(const void *p)
 /* Usable size of a bootstrap block (for realloc).
  * Context: hook; @p a bootstrap block. */
 size_t mw_boot_size(const void *p);
+
+#pragma GCC visibility pop
 
 #endif

@@ -15,6 +15,9 @@
 
 #include "core/tls.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 /* Mean bytes between samples; 0 records every allocation.  Set before
  * tracking is enabled. */
 extern uint64_t mw_sample_bytes;
@@ -85,5 +88,7 @@ static inline int mw_sample_maybe(uintptr_t ptr)
 /* Empties the filter (with the live table, at reset).
  * Context: not a hook (reset). */
 void mw_sample_clear(void);
+
+#pragma GCC visibility pop
 
 #endif

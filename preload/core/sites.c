@@ -492,7 +492,7 @@ struct mw_site *mw_site_for_addr_miss(uintptr_t addr,
 	s = find_or_create(&k, key_addr(&k, addr));	/* a miss: the table */
 	if (s) {
 		__atomic_store_n(&c->addr, addr, __ATOMIC_RELAXED);
-		__atomic_store_n(&c->id, s->id, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->site, s, __ATOMIC_RELEASE);
 	}
 	return s;
 }

@@ -17,6 +17,9 @@
 #include "core/counts.h"
 #include "core/rbpos.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 #define MW_SITE_MAX (1u << 20)	/* ids 1 .. MW_SITE_MAX-1 (live.h packs 20 bits) */
 /* Reserved ids, never a real site, so never in a site dump: */
 /* the live table's markers of watched Ruby code buffers
@@ -47,15 +50,18 @@ struct mw_site {
 	uint32_t id;
 };
 
-/* Native callers seen recently: caller address -> site id, for threads
+/* Native callers seen recently: caller address -> site, for threads
  * without the GVL (no Ruby location), which would otherwise walk the
  * hash table on every allocation.  Any thread writes it: a torn entry
- * fails the check against the site's own address and only costs a
- * miss.  Owned by sites.c; read here by mw_site_for_addr. */
+ * holds some site (records are never unmapped, so the pointer is
+ * always one) or NULL, and fails the check against the site's own
+ * address: it only costs a miss.  The site is stored with release and
+ * loaded with acquire ordering, so a site seen is a complete record.
+ * Owned by sites.c; read here by mw_site_for_addr. */
 #define MW_ADDR_CACHE_BITS 12
 struct mw_addr_cache_entry {
 	uintptr_t addr;
-	uint32_t id;
+	struct mw_site *site;
 };
 extern struct mw_addr_cache_entry mw_addr_cache[1u << MW_ADDR_CACHE_BITS];
 
@@ -173,13 +179,14 @@ static inline struct mw_site *mw_site_for_addr(uintptr_t addr)
 			       (sizeof(unsigned long) * 8 - MW_ADDR_CACHE_BITS)];
 
 	if (__atomic_load_n(&c->addr, __ATOMIC_RELAXED) == addr) {
-		struct mw_site *s =
-			mw_site_get(__atomic_load_n(&c->id, __ATOMIC_RELAXED));
+		struct mw_site *s = __atomic_load_n(&c->site, __ATOMIC_ACQUIRE);
 
 		if (s && !s->key && s->addr == addr)
 			return s;
 	}
 	return mw_site_for_addr_miss(addr, c);
 }
+
+#pragma GCC visibility pop
 
 #endif

@@ -12,6 +12,9 @@
 #include "core/sample.h"
 #include "core/sites.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 /* --stacks: the site for the Ruby frames @st (mw_ruby_stack, just taken
  * on this thread, st->n > 0) in GC generation @gen.  A cache keyed on the
  * frames' objects and lines answers while no GC ran (Ruby frees and
@@ -45,5 +48,7 @@ static inline uint32_t mw_site_exact_id(uint32_t id)
 
 	return s && mw_site_is_stack_record(s) && s->line_id ? s->line_id : id;
 }
+
+#pragma GCC visibility pop
 
 #endif

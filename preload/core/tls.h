@@ -13,6 +13,9 @@
 
 #include <stdint.h>
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 struct mw_tls {
 	/* track.h: >0 while this thread runs our own code (a hook, the
 	 * helper, a dump); hooks then pass straight through.  Raised by
@@ -50,5 +53,7 @@ static inline int mw_tracking(void)
 	return __atomic_load_n(&mw_enabled, __ATOMIC_RELAXED) &&
 	       !mw_tls.guard;
 }
+
+#pragma GCC visibility pop
 
 #endif

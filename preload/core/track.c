@@ -225,12 +225,14 @@ static inline __attribute__((always_inline)) void
 track_alloc(void *p, size_t size, uintptr_t caller)
 {
 	struct mw_live_entry e, stale;
+	struct mw_live_at at;
 	struct mw_site *s;
 
 	if (mw_tls.quiet)
 		return;
 	/* the slot is rarely in cache: fetch it while we find the site */
-	mw_live_prefetch((uintptr_t)p);
+	at = mw_live_at((uintptr_t)p);
+	mw_live_prefetch_at(&at);
 	s = site_of(caller);
 	if (!s)
 		return;
@@ -248,7 +250,7 @@ track_alloc(void *p, size_t size, uintptr_t caller)
 	mw_live_make(&e, (uintptr_t)p, s->id, size, mw_track_now());
 	/* A pointer already present was freed behind our back (through a
 	 * pointer to free captured before attach): count that free now. */
-	if (mw_live_insert(&e, &stale) == 1)
+	if (mw_live_insert_at(&at, &e, &stale) == 1)
 		account_free(&stale);	/* also unmarks: net zero */
 }
 

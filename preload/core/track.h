@@ -10,6 +10,9 @@
 
 #include "core/tls.h"
 
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
 enum mw_age_unit { MW_AGE_NS = 0, MW_AGE_GC = 1 };
 extern enum mw_age_unit mw_age_unit;
 
@@ -89,5 +92,7 @@ extern unsigned mw_track_stacks;
 
 /* Context: any; async-signal-safe. */
 uint64_t mw_monotonic_ns(void);
+
+#pragma GCC visibility pop
 
 #endif
