@@ -284,6 +284,15 @@ def start_leak(spawn):
     return t, int(fields["leak_line"]), int(fields["zlib_line"])
 
 
+def tracer_of(pid):
+    """The pid tracing PID (TracerPid in its status), 0 for none."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("TracerPid:"):
+                return int(line.split()[1])
+    return 0
+
+
 def ptrace_allowed():
     """Why live attach cannot run here, or None."""
     if os.geteuid() == 0:

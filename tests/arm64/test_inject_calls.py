@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from conftest import INJECT, ptrace_allowed, skip_unless_gdb_works
+from conftest import INJECT, ptrace_allowed, skip_unless_gdb_works, tracer_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SLOW = float(os.environ.get("MWRAP_TEST_SLOW", "1"))
@@ -55,13 +55,6 @@ def inject(pid, lib, fn, arg="", backend=None, verbose=False):
     assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
     return (p.stdout.strip(), p.stderr) if verbose else p.stdout.strip()
 
-
-def tracer_of(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    return 0
 
 
 def test_the_injector_is_built_for_this_cpu():

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, LEAK_RB, MWRAP, fiddle_leak, helper_answered,
+from conftest import (ATTACH, LEAK_RB, MWRAP, fiddle_leak, helper_answered, tracer_of,
                       is_attached, parse_json_dump, ptrace_allowed,
                       ruby_lacks, run, skip_unless_gdb_works, start_ready)
 
@@ -27,13 +27,6 @@ SLOW = float(os.environ.get("MWRAP_TEST_SLOW", "1"))
 def t(seconds):
     return seconds * SLOW
 
-
-def tracer_of(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    return 0
 
 
 @pytest.mark.skipif(ruby_lacks("fiddle") is not None,

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from conftest import (INJECT, LIB, TARGETS, attach, ptrace_allowed,
-                      skip_unless_gdb_works)
+                      skip_unless_gdb_works, tracer_of)
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -69,13 +69,6 @@ def start_target(spawn, kind):
     t.expect("ready")
     return t, want
 
-
-def tracer_of(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    return 0
 
 
 def has_lib(pid):

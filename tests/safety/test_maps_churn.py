@@ -26,7 +26,7 @@ import time
 import pytest
 
 from conftest import (INJECT, LIB, TARGETS, attach, ptrace_allowed,
-                      skip_unless_gdb_works)
+                      skip_unless_gdb_works, tracer_of)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -35,13 +35,6 @@ ROUNDS = 50
 FRONT_END_ROUNDS = 3
 BACKENDS = ["ptrace", "gdb"]
 
-
-def tracer_of(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    return 0
 
 
 def untraced_within(pid, seconds):

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import INJECT, TARGETS, ptrace_allowed
+from conftest import INJECT, TARGETS, ptrace_allowed, tracer_of
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -29,13 +29,6 @@ pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
 BLOCKER = os.path.join(TARGETS, "blocker")
 PROBE = os.path.join(TARGETS, "libinhandler.so")
 
-
-def tracer_of(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    return 0
 
 
 def wait_for(cond, seconds):
