@@ -8,17 +8,12 @@ import time
 
 import pytest
 
-from conftest import (INJECT, LEAK_RB, LIB, ROOT, TARGETS, attach, parse_dump,
+from conftest import (INJECT, LEAK_RB, LIB, LINE_SLACK, ROOT, TARGETS, attach, parse_dump,
                       parse_json_dump, private_tmp, ptrace_allowed, run,
                       runtime_dir, skip_unless_gdb_works, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
-
-# Small allocations a leak line makes beside its strings (the KEEP
-# array's growth, first-call caches): Ruby 3.3 makes up to 9 more there
-# than 3.1 (leak 10: 15, leak 5: 10, leak 100: 109), never a string.
-LINE_SLACK = 10
 
 def dump_json(pid):
     p = attach(["-p", str(pid), "--dump", "--format=json"])

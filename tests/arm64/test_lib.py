@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, LEAK_RB, MWRAP, fiddle_leak, helper_answered, tracer_of,
+from conftest import (ATTACH, LEAK_RB, LINE_SLACK, MWRAP, fiddle_leak, helper_answered, tracer_of,
                       is_attached, parse_json_dump, ptrace_allowed,
                       ruby_lacks, run, skip_unless_gdb_works, start_ready)
 
@@ -101,7 +101,7 @@ def test_attach_names_the_leaking_line_and_detaches(spawn, tmp_path,
     site = sites[f"{LEAK_RB}:{line}"]
     # each string's buffer is 10,000 bytes with its NUL; KEEP's array
     # grows on the same line (a few more, small)
-    assert 200 <= site["allocations"] <= 210
+    assert 200 <= site["allocations"] <= 205 + LINE_SLACK
     assert 2_000_000 <= site["live_bytes"] <= 2_000_000 + 20_000
     # detached: no tracer, no helper, and the process carries on
     assert tracer_of(target.pid) == 0
