@@ -132,14 +132,15 @@ INJECT_ARCH_x86_64 = inject/arch_x86_64.c inject/sigframe_x86_64.c \
 	inject/syscalls_x86_64.c
 INJECT_ARCH_aarch64 = inject/arch_aarch64.c inject/syscalls_aarch64.c
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
-	inject/ptrace.c inject/syscalls.c inject/maps.c \
+	inject/ptrace.c inject/syscalls.c inject/maps.c inject/leaves.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
 	inject/bpfeval.c inject/scprobe.c inject/safepoint.c inject/vecvictim.c \
 	inject/dlerror.c $(INJECT_ARCH_$(MW_ARCH))
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
-	build/tests/test_maps build/tests/test_symtab build/tests/test_ectls
+	build/tests/test_maps build/tests/test_symtab build/tests/test_ectls \
+	build/tests/test_leaves
 
 # The GOT patcher's matrix (tests/test_got_matrix.py), after plthook's:
 # an executable and its library built PIE or not, without or with RELRO,
@@ -310,9 +311,17 @@ build/tests/test_elfsym: tests/c/test_elfsym.c inject/elfsym.c inject/elfsym.h \
 
 # inject/maps.c, included whole, against a target whose map never holds still
 build/tests/test_maps: tests/c/test_maps.c inject/maps.c inject/maps.h \
-		tests/c/tap.h build/targets/mapchurn
+		inject/leaves.c inject/leaves.h tests/c/tap.h build/targets/mapchurn
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< -ldl
+	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/leaves.c -ldl
+
+# the leaves (inject/leaves.c) as this CPU's libc picks them: on aarch64
+# each one's code walked
+build/tests/test_leaves: tests/c/test_leaves.c inject/leaves.c \
+		inject/leaves.h inject/maps.c inject/maps.h tests/c/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/leaves.c \
+		inject/maps.c -ldl
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: $(LIBMWRAP)

@@ -249,8 +249,11 @@ static int plt_slot(struct mwi_thread *t, uintptr_t stub, uintptr_t *slot)
 
 /* The leaves keep their return address in x30 and call nothing: x30 is
  * an address in code outside libc and the loader, just past a "bl" to a
- * leaf entry or to a PLT stub whose slot holds one.  A frame holding a
- * lock (memcpy called by realloc) has x30 inside libc. */
+ * leaf entry or to a PLT stub whose slot holds one, and pc lies in the
+ * code that leaf's walk reached (leaves.h; so an x30 left from a leaf
+ * that has returned is never taken for one while pc is elsewhere in
+ * libc).  A frame holding a lock (memcpy called by realloc) has x30
+ * inside libc. */
 int mwi_arch_in_called_leaf(struct mwi_thread *t, const struct mwi_maps *m,
 			    const mwi_regs *r)
 {
@@ -264,11 +267,11 @@ int mwi_arch_in_called_leaf(struct mwi_thread *t, const struct mwi_maps *m,
 	    (insn & 0xfc000000u) != 0x94000000u)	/* bl */
 		return 0;
 	dest = ret - 4 + (uint64_t)(sext(insn & 0x3ffffff, 26) * 4);
-	if (mwi_maps_leaf(m, dest))
+	if (mwi_maps_in_leaf(m, dest, r->r.pc))
 		return 1;
 	return !plt_slot(t, dest, &slot) &&
 	       !mwi_peek(t, slot, &dest, sizeof(dest)) &&
-	       mwi_maps_leaf(m, dest);
+	       mwi_maps_in_leaf(m, dest, r->r.pc);
 }
 
 /* The kernel's signal frame (arch/arm64/include/uapi/asm/sigcontext.h,

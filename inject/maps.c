@@ -2,6 +2,7 @@
 /* maps.c - see maps.h */
 #define _GNU_SOURCE
 #include "maps.h"
+#include "leaves.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -258,35 +259,16 @@ static int find_libc(const struct maps_view *v, struct libc_map *c)
 	return ret ? ret : c->base ? 0 : -ENOENT;
 }
 
-/* Routines that keep no lock and no state of their own: they read and
- * write only the memory they are given, never call malloc, stdio or the
- * loader, and call nothing else: x86-64 glibc writes them as leaves in
- * assembly that never move rsp (checked on Debian 12's glibc 2.36 for
- * the AVX-512/EVEX variants picked here: no push, call or rsp operand
- * in them or in the code they jump to; the _chk ones may jump to
- * __chk_fail, which aborts anyway).  A thread inside one, called from
- * application code, is at a safe point: our calls can run on it and it
- * resumes mid-copy.  This is what makes a thread that lives in memcpy
- * (copying big strings) attachable without waiting for it to leave
- * libc.  Anything else in libc may hold a lock or half-updated state
- * (the malloc family, stdio, the loader, locale, atexit, ...). */
-static const char *const leaf_names[] = {
-	"memcpy", "memmove", "mempcpy", "memset", "memcmp", "bcmp",
-	"memchr", "memrchr", "rawmemchr", "strlen", "strnlen", "strchr",
-	"strchrnul", "strrchr", "strcmp", "strncmp", "strcpy", "stpcpy",
-	"strncpy", "stpncpy", "strcat", "strncat", "wmemset", "wmemcmp",
-	"wmemchr", "wcslen", "wcsnlen", "wcschr", "wcsrchr", "wcscmp",
-	"wcsncmp", "wcscpy", "__memcpy_chk", "__memmove_chk",
-	"__mempcpy_chk", "__memset_chk", "__wmemset_chk",
-};
-
-/* The targets's entries of leaf_names.  Most are ifuncs: libc picks one
- * implementation per CPU at load time, and the picked one is a local
- * symbol, absent from the dynamic symbol table.  Our own process runs
- * on the same CPU: when the target's libc is the very file ours is,
- * dlsym's answer here, moved by the difference of the load bases, is
- * the target's.  Otherwise (a container's libc, another GLIBC_TUNABLES
- * choice) no entry matches and libc stays unsafe as a whole. */
+/* The targets's entries of mwi_leaf_names (leaves.c).  Most are ifuncs:
+ * libc picks one implementation per CPU at load time, and the picked one
+ * is a local symbol, absent from the dynamic symbol table.  Our own
+ * process runs on the same CPU: when the target's libc is the very file
+ * ours is, dlsym's answer here, moved by the difference of the load
+ * bases, is the target's.  Otherwise (a container's libc, another
+ * GLIBC_TUNABLES choice) no entry matches and libc stays unsafe as a
+ * whole.  On aarch64 each is walked (leaves.h) and kept only if it is a
+ * leaf, with the span of code the walk reached; elsewhere the span is
+ * the entry alone. */
 static void find_leaves(const struct libc_map *its, struct mwi_maps *m)
 {
 	struct libc_map ours = { 0 };
@@ -300,13 +282,26 @@ static void find_leaves(const struct libc_map *its, struct mwi_maps *m)
 	view_free(&v);
 	if (ret || its->ino != ours.ino || strcmp(its->dev, ours.dev))
 		return;
-	for (i = 0; i < sizeof(leaf_names) / sizeof(leaf_names[0]) &&
-		    m->nleaf < MWI_MAX_LEAF; i++) {
-		uintptr_t at = (uintptr_t)dlsym(RTLD_DEFAULT, leaf_names[i]);
+	for (i = 0; i < mwi_leaf_count && m->nleaf < MWI_MAX_LEAF; i++) {
+		uintptr_t at = (uintptr_t)dlsym(RTLD_DEFAULT, mwi_leaf_names[i]);
+		uintptr_t lo = at, hi = at + 1;
 
 		/* ours if in our libc's code (not an interposer's) */
-		if (at >= ours.lo_x && at < ours.hi_x)
-			m->leaf[m->nleaf++] = at - ours.base + its->base;
+		if (at < ours.lo_x || at >= ours.hi_x)
+			continue;
+#if defined(__aarch64__)
+		{
+			struct mwi_leaf_walk w;
+
+			if (mwi_leaf_walk_a64(at, ours.lo_x, ours.hi_x, &w))
+				continue;
+			lo = w.lo;
+			hi = w.hi;
+		}
+#endif
+		m->leaf[m->nleaf] = at - ours.base + its->base;
+		m->leaf_lo[m->nleaf] = lo - ours.base + its->base;
+		m->leaf_hi[m->nleaf++] = hi - ours.base + its->base;
 	}
 }
 
@@ -357,6 +352,16 @@ int mwi_maps_leaf(const struct mwi_maps *m, uintptr_t pc)
 	for (i = 0; i < m->nleaf; i++)
 		if (pc == m->leaf[i])
 			return 1;
+	return 0;
+}
+
+int mwi_maps_in_leaf(const struct mwi_maps *m, uintptr_t entry, uintptr_t pc)
+{
+	int i;
+
+	for (i = 0; i < m->nleaf; i++)
+		if (entry == m->leaf[i])
+			return pc >= m->leaf_lo[i] && pc < m->leaf_hi[i];
 	return 0;
 }
 

@@ -26,8 +26,10 @@ struct mwi_maps {
 	uintptr_t libc_lo, libc_hi;	/* libc's executable mapping */
 	/* Entries of libc's lock-free string/memory routines as this CPU's
 	 * libc selects them (see maps.c); none when the target's libc is
-	 * not the file ours is. */
+	 * not the file ours is.  [leaf_lo, leaf_hi): the code each one's
+	 * walk reached (aarch64; elsewhere its entry alone). */
 	uintptr_t leaf[MWI_MAX_LEAF];
+	uintptr_t leaf_lo[MWI_MAX_LEAF], leaf_hi[MWI_MAX_LEAF];
 	int nleaf;
 };
 
@@ -41,6 +43,10 @@ int mwi_maps_read(pid_t pid, struct mwi_maps *m);
 int mwi_maps_unsafe(const struct mwi_maps *m, uintptr_t pc);
 /* 1 when @pc is the entry of one of m->leaf.  Context: as above. */
 int mwi_maps_leaf(const struct mwi_maps *m, uintptr_t pc);
+/* 1 when @entry is the entry of one of m->leaf and @pc lies in the code
+ * its walk reached (aarch64: a stale x30 while pc is elsewhere in libc
+ * is no leaf's).  Context: as above. */
+int mwi_maps_in_leaf(const struct mwi_maps *m, uintptr_t entry, uintptr_t pc);
 
 /* The offset-0 mapping of @file (as the target names it; a chrooted
  * target's files show in maps under our view of its root, which ends
