@@ -17,17 +17,28 @@
  * (copying big strings) attachable without waiting for it to leave
  * libc.  Anything else in libc may hold a lock or half-updated state
  * (the malloc family, stdio, the loader, locale, atexit, ...).
- * On aarch64 each variant libc picks is walked (mwi_leaf_walk_a64, by
- * tests/c/test_leaves.c and by find_leaves at every read); those found
- * not to be leaves on Debian 12's glibc 2.36 are left out below. */
+ * On aarch64 the code each name resolves to is walked (mwi_leaf_walk_a64:
+ * by tests/c/test_leaves.c, and by find_leaves at every read, which keeps
+ * only leaves), and the names whose code on Debian 12's glibc 2.36 is no
+ * leaf are left out below, with what the walk found. */
 const char *const mwi_leaf_names[] = {
-	"memcpy", "memmove", "mempcpy", "memset", "memcmp", "bcmp",
-	"memchr", "memrchr", "rawmemchr", "strlen", "strnlen", "strchr",
-	"strchrnul", "strrchr", "strcmp", "strncmp", "strcpy", "stpcpy",
-	"strncpy", "stpncpy", "strcat", "strncat", "wmemset", "wmemcmp",
-	"wmemchr", "wcslen", "wcsnlen", "wcschr", "wcsrchr", "wcscmp",
-	"wcsncmp", "wcscpy", "__memcpy_chk", "__memmove_chk",
-	"__mempcpy_chk", "__memset_chk", "__wmemset_chk",
+	"memcpy", "memmove", "memset", "memcmp", "bcmp", "memchr",
+	"memrchr", "strlen", "strnlen", "strchr", "strchrnul", "strrchr",
+	"strcmp", "strncmp", "strcpy", "stpcpy", "wmemset", "wmemcmp",
+	"wmemchr", "wcslen", "wcschr", "wcsrchr", "wcscmp", "wcsncmp",
+#if !defined(__aarch64__)
+	/* aarch64: C that calls memcpy, strlen, strnlen, wmemcpy or
+	 * wcsnlen, its first instruction stp x29, x30, [sp, #-N]! */
+	"mempcpy", "strncpy", "stpncpy", "strcat", "strncat", "wcsnlen",
+	"wcscpy",
+	/* aarch64: rawmemchr(s, c) tail-calls memchr or strlen, ifuncs,
+	 * through libc's own PLT (br x17) */
+	"rawmemchr",
+	/* aarch64: C; the check passed, they call __chk_fail (stp x29,
+	 * x30 first) or tail-call the routine through the PLT */
+	"__memcpy_chk", "__memmove_chk", "__mempcpy_chk", "__memset_chk",
+	"__wmemset_chk",
+#endif
 };
 const size_t mwi_leaf_count = sizeof(mwi_leaf_names) /
 			      sizeof(mwi_leaf_names[0]);
@@ -106,6 +117,12 @@ static int a64_insn(uint32_t i, uintptr_t pc, uintptr_t *to, const char **why)
 				return A64_BAD;
 			}
 			return A64_NEXT;
+		}
+		/* cpy*, set* (FEAT_MOPS): they update Rd, Rs and Rn */
+		if ((i & 0x3b200c00u) == 0x19000400u &&
+		    (rd >= 30 || rs >= 30 || rn >= 30)) {
+			*why = "copies or sets through x30 or sp (cpy, set)";
+			return A64_BAD;
 		}
 		if (rn == 31 || rn == 30) {
 			*why = rn == 31 ? "addresses the stack (sp as its base)"

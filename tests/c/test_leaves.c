@@ -75,6 +75,7 @@ static void test_walk_offences(void)
 		{ 0xd503233fu, "paciasp" },
 		{ 0x9100001fu, "mov sp, x0" },
 		{ 0xf94007e0u, "ldr x0, [sp, #8]" },
+		{ 0x1d01045eu, "cpyp [x30]!, [x1]!, x2!" },
 		{ 0x00000000u, "udf #0" },
 	};
 	size_t i;
