@@ -27,7 +27,7 @@ uname -m
 # under TCG)
 C_TESTS="build/tests/test_options build/tests/test_control \
 build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
-build/tests/test_symtab build/tests/test_ectls"
+build/tests/test_symtab build/tests/test_ectls build/tests/test_leaves"
 step make -j2 build/bin/mwrap-inject build/lib/libmwrap.so $C_TESTS
 # what the hooks import, and preload/'s layers, on this CPU's objects
 step make check-hooks check-layers
