@@ -259,7 +259,7 @@ static int find_libc(const struct maps_view *v, struct libc_map *c)
 	return ret ? ret : c->base ? 0 : -ENOENT;
 }
 
-/* The targets's entries of mwi_leaf_names (leaves.c).  Most are ifuncs:
+/* The target's entries of mwi_leaf_names (leaves.c).  Most are ifuncs:
  * libc picks one implementation per CPU at load time, and the picked one
  * is a local symbol, absent from the dynamic symbol table.  Our own
  * process runs on the same CPU: when the target's libc is the very file
