@@ -251,6 +251,15 @@ def our_files(pid):
     return found
 
 
+# Deadlines of the tests that also run in the arm64 VM (tests/arm64):
+# TCG runs 20-40x slower than the host, and the VM's job sets this.
+TEST_SLOW = float(os.environ.get("MWRAP_TEST_SLOW", "1"))
+
+
+def scaled(seconds):
+    return seconds * TEST_SLOW
+
+
 LEAK_RB = os.path.join(ROOT, "tests", "targets", "leak.rb")
 # Small allocations a leak line makes beside its strings (the KEEP
 # array's growth, first-call caches): Ruby 3.3 makes up to 11 more there

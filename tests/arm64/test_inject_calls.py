@@ -15,17 +15,13 @@ import subprocess
 
 import pytest
 
-from conftest import INJECT, ptrace_allowed, skip_unless_gdb_works, tracer_of
+from conftest import (INJECT, ptrace_allowed, scaled as t,
+                      skip_unless_gdb_works, tracer_of)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SLOW = float(os.environ.get("MWRAP_TEST_SLOW", "1"))
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=str(ptrace_allowed()))
-
-
-def t(seconds):
-    return seconds * SLOW
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,11 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, LEAK_RB, LINE_SLACK, MWRAP, fiddle_leak, helper_answered, tracer_of,
+from conftest import (ATTACH, LEAK_RB, LINE_SLACK, MWRAP, fiddle_leak,
+                      helper_answered, scaled as t, tracer_of,
                       is_attached, parse_json_dump, ptrace_allowed,
                       ruby_lacks, run, skip_unless_gdb_works, start_ready)
 
-SLOW = float(os.environ.get("MWRAP_TEST_SLOW", "1"))
-
-
-def t(seconds):
-    return seconds * SLOW
 
 
 

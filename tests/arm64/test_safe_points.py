@@ -16,19 +16,14 @@ import subprocess
 
 import pytest
 
-from conftest import INJECT, ptrace_allowed, tracer_of
+from conftest import INJECT, ptrace_allowed, scaled as t, tracer_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUSYCOPY_C = os.path.join(HERE, "..", "targets", "busycopy.c")
-SLOW = float(os.environ.get("MWRAP_TEST_SLOW", "1"))
 SAFE_IN_LEAF = "safe point inside a string routine"
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=str(ptrace_allowed()))
-
-
-def t(seconds):
-    return seconds * SLOW
 
 
 @pytest.fixture(scope="module")
