@@ -77,7 +77,10 @@ def test_object_view_of_an_idle_process_without_require(spawn, tmp):
     assert mem["T_STRING"] >= 4_000_000
     assert mem["TOTAL"] == sum(v for k, v in mem.items() if k != "TOTAL")
     assert obj["gc_stat"]["count"] >= 1
-    assert obj["rss_bytes"] > obj["malloc_in_use_bytes"] > 0
+    # both measured; no order between them: malloc'd memory never touched
+    # is not resident (on Ruby 3.2.8 built from source: 26.8 MB resident,
+    # 45.8 MB in use)
+    assert obj["rss_bytes"] > 0 and obj["malloc_in_use_bytes"] > 0
     assert obj["tracked_live_bytes"] >= 8_000_000
     # dump_all ran in a short Ruby thread: one JSON object per line
     with open(heap) as f:
