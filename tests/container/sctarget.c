@@ -40,6 +40,15 @@
 
 #define MAX_NR NOTIFLOG_MAX_NR
 
+/* the filters' architecture check: this build's */
+#if defined(__aarch64__)
+#define SC_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__x86_64__)
+#define SC_AUDIT_ARCH AUDIT_ARCH_X86_64
+#else
+#error "sctarget: an architecture without its AUDIT_ARCH here"
+#endif
+
 static unsigned long seen[MAX_NR / 64];
 static int listener = -1;
 
@@ -98,7 +107,7 @@ static int list_mode(char **nrs, int n, unsigned action)
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 			offsetof(struct seccomp_data, arch));
 	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-			AUDIT_ARCH_X86_64, 1, 0);
+			SC_AUDIT_ARCH, 1, 0);
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
 			SECCOMP_RET_KILL_PROCESS);
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
