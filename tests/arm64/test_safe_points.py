@@ -50,6 +50,8 @@ def inject(pid, lib, arg, timeout):
                           timeout=timeout + t(60))
 
 
+@pytest.mark.skipif(platform.machine() == "x86_64", reason="x86-64's: "
+                    "tests/safety/test_inject_death.py (the same targets)")
 def test_busy_in_memcpy_attaches(spawn, built):
     """busycopy (16 MiB memset then memcpy, in a loop) is inside one of
     them at nearly every stop; three calls land, and at least one of
@@ -70,6 +72,8 @@ def test_busy_in_memcpy_attaches(spawn, built):
     assert (rc, rest) == (0, ["copies ok sigint=0"]), err
 
 
+@pytest.mark.skipif(platform.machine() == "x86_64", reason="x86-64's: "
+                    "tests/safety/test_inject_death.py (the same targets)")
 def test_memcpy_inside_realloc_is_no_safe_point(spawn, built):
     """busycopy's realloc rounds: memcpy called by realloc, under the
     arena's lock, nearly all the time; x30 there points into libc.  The
