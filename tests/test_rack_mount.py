@@ -75,7 +75,9 @@ def test_links_stay_under_the_mount(spawn, tmp):
     # the default sort is live bytes, and its column says so
     assert '<th class="sorted"><a href="/MWRAP/each/2000?sort=live">' in body
     locs = [html.unescape(m) for m in re.findall(r'<td class="loc"><a [^>]*>(.*?)</a>', body)]
-    assert locs[0] == f"{script}:{LEAK_LINE}"
+    # the leak is the first Ruby line (a native site of Ruby's own, e.g.
+    # 3.2's heap pages in rb_aligned_malloc, may hold more)
+    assert [x for x in locs if re.fullmatch(r".+\.rb:\d+", x)][0] == f"{script}:{LEAK_LINE}"
     # churn allocated more in total but holds nothing: below the leak
     assert f"{script}:{CHURN_LINE}" in locs
     status, body = get(t, "/each/2000", "sort=total")
