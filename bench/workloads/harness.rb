@@ -2,7 +2,8 @@
 # Shared protocol of the bench workloads: print "ready", wait for "go"
 # on stdin when BENCH_WAIT=1 (so the driver can attach first), run the
 # work, print one "result" line with wall and CPU seconds and peak RSS,
-# plus any phases timed with Bench.phase,
+# the page faults over the work (minflt, majflt: the whole process's, from
+# /proc/self/stat), plus any phases timed with Bench.phase,
 # then (BENCH_WAIT=1) wait for stdin to close, so the driver can still
 # dump what a tracer saw.
 $stdout.sync = true
@@ -20,16 +21,26 @@ module Bench
     @phases[name] = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
   end
 
+  # [minflt, majflt] of the whole process (every thread, live or gone)
+  def self.faults
+    f = File.read("/proc/self/stat").split(") ", 2)[1].split
+    [f[7].to_i, f[9].to_i]	# fields 10 and 12 of proc(5)
+  end
+
   def self.run
     puts "ready #{Process.pid}"
     $stdin.gets if ENV["BENCH_WAIT"] == "1"
+    f0 = faults
     t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     c0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
     yield
     wall = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
     cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - c0
+    f1 = faults
+    @phases["minflt"] = f1[0] - f0[0]
+    @phases["majflt"] = f1[1] - f0[1]
     hwm = File.read("/proc/self/status")[/VmHWM:\s+(\d+)/, 1].to_i * 1024
-    extra = @phases.map { |k, v| format(" %s=%.6f", k, v) }.join
+    extra = @phases.map { |k, v| v.is_a?(Integer) ? " #{k}=#{v}" : format(" %s=%.6f", k, v) }.join
     puts format("result wall=%.6f cpu=%.6f rss_peak=%d%s", wall, cpu, hwm, extra)
     $stdin.read if ENV["BENCH_WAIT"] == "1"
   end

@@ -30,11 +30,15 @@ uint64_t mw_live_dropped;
 
 #define home mw_live_home
 
-static struct mw_live_entry *map_slots(uint32_t n)
+/* @n slots; @populate: every page is about to be written (a grow's
+ * rehash spreads the entries over all of them), so the kernel fills them
+ * in the mmap itself: one syscall instead of one page fault per 4 KiB
+ * (churn.rb's work phase on Ruby 3.1: ~220 of its ~480 faults). */
+static struct mw_live_entry *map_slots(uint32_t n, int populate)
 {
 	void *m = mmap(NULL, (size_t)n * sizeof(struct mw_live_entry),
-		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		       (populate ? MAP_POPULATE : 0), -1, 0);
 
 	return m == MAP_FAILED ? NULL : m;
 }
@@ -50,7 +54,7 @@ __attribute__((noinline, cold)) int mw_live_grow_locked(struct shard *sh)
 
 	if (n == 0 || n > (1u << 31))
 		return -ENOMEM;
-	slots = map_slots(n);
+	slots = map_slots(n, 1);
 	if (!slots)
 		return -ENOMEM;
 	for (i = 0; i < old_n; i++) {
@@ -172,7 +176,8 @@ void mw_live_clear(uint32_t keep)
 
 		mw_spin_lock(&sh->lock);
 		n = sh->mask ? sh->mask + 1 : 0;
-		slots = n && keep ? map_slots(n) : NULL;
+		/* sparse (heap pages only): pages fault in as used */
+		slots = n && keep ? map_slots(n, 0) : NULL;
 		if (slots) {		/* rebuild with the kept entries only */
 			sh->count = 0;
 			for (i = 0; i < n; i++) {
