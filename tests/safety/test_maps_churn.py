@@ -19,6 +19,7 @@ maps changing all over its address space.
 - A few whole attaches through mwrap-attach (a 0.1 s window: attach,
   report, detach) with each backend.
 """
+import errno
 import os
 import subprocess
 import time
@@ -64,6 +65,21 @@ def inject(pid, backend, fn):
     return f"exit {p.returncode}: {p.stderr.strip()}"
 
 
+def detach_finished(pid, backend):
+    """After mw_detach's -ETIMEDOUT (its helper still finishing after the
+    5 s inject_abi.h gives it: seen at load 8-13, the churning threads
+    holding the target's mmap lock): 0 once mw_detach says the library
+    is no longer attached (-ENOENT) within 60 s, else what it said last."""
+    deadline = time.monotonic() + 60
+    while True:
+        got = inject(pid, backend, "mw_detach")
+        if got in (0, -errno.ENOENT):
+            return 0
+        if got != -errno.ETIMEDOUT or time.monotonic() > deadline:
+            return got
+        time.sleep(1)
+
+
 def end_churn(t):
     """The target, still running, checks its mappings and exits 0."""
     assert t.p.poll() is None, "the target died"
@@ -84,6 +100,8 @@ def test_inject_into_churning_target(spawn, backend):
         assert time.monotonic() < deadline, f"only {n} rounds in 150 s"
         for fn in ("mw_attach", "mw_detach"):
             got = inject(t.pid, backend, fn)
+            if fn == "mw_detach" and got == -errno.ETIMEDOUT:
+                got = detach_finished(t.pid, backend)
             if got != 0:
                 failed.append(f"round {n} {fn}: {got}")
         assert untraced_within(t.pid, 10), f"still traced after round {n}"
