@@ -50,7 +50,7 @@ trixie() {
 			HOME=/root LANG=C.UTF-8 MWRAP_TEST_SLOW="$MWRAP_TEST_SLOW" \
 			sh -c 'cd /root/src && ruby -v && /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests/arm64/test_lib.py'
 	rc=$?
-	umount -R "$t" || true
+	umount -lR "$t" || true
 	return "$rc"
 }
 step trixie
