@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: MIT
 # job.sh - what `make test-arm64` runs inside the arm64 VM (scripts/arm64-vm
 # runs it as root in a fresh copy of the tree): builds the injector,
-# libmwrap.so and the C unit tests, runs those and tests/arm64 (the
-# injector's calls with both backends; libmwrap.so preloaded, and
-# attached with both backends); with ARM64_RECORD_BUILD_SECONDS set above
-# 0 in the guest, it then runs the whole `make build` for the record (what
-# fails is listed, and does not fail the job; ~12 min at load, not in CI).
+# libmwrap.so, the C unit tests and test_seccomp's targets, runs those,
+# tests/arm64 (the injector's calls with both backends; libmwrap.so
+# preloaded, and attached with both backends) and
+# tests/container/test_seccomp.py (seccomp-filtered targets); with
+# ARM64_RECORD_BUILD_SECONDS set above 0 in the guest, it then runs the
+# whole `make build` for the record (what fails is listed, and does not
+# fail the job; ~12 min at load, not in CI).
 # Measured at host load 6-9: the build 463 s, check-hooks + check-layers
 # 34 s, the C tests 20 s, tests/arm64 (11) 146 s.
 # Issue 31's leaf check (host load ~2-3): the build 268 s, the C tests
@@ -30,13 +32,18 @@ uname -m
 C_TESTS="build/tests/test_options build/tests/test_control \
 build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
 build/tests/test_symtab build/tests/test_ectls build/tests/test_leaves"
-step make -j2 build/bin/mwrap-inject build/lib/libmwrap.so $C_TESTS
+step make -j2 build/bin/mwrap-inject build/lib/libmwrap.so $C_TESTS \
+	build/targets/sctarget build/targets/libsclog.so
 # what the hooks import, and preload/'s layers, on this CPU's objects
 step make check-hooks check-layers
 for t in $C_TESTS; do
 	step "$t"
 done
 step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests/arm64
+# seccomp-filtered targets: the syscalls an attach makes, the preflight's
+# verdicts, denied calls (tests/container/sctarget.c)
+step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider \
+	tests/container/test_seccomp.py
 # the rest, for the record (bounded: slower than the rest under TCG)
 record=${ARM64_RECORD_BUILD_SECONDS:-0}
 if [ "$record" -gt 0 ]; then
