@@ -61,6 +61,12 @@ extern const size_t mwi_arch_sigreturn_len;
  * restores them instead, and the restart is already in them). */
 extern const int mwi_arch_settle_skips;
 
+/* 1: a guarded call's result is still in the return register at the
+ * entry stop of the rt_sigreturn it returns into (aarch64: the vdso's
+ * "mov x8, #139; svc #0" leaves x0 alone); 0: overwritten there
+ * (x86-64: "mov $15, %rax" before the syscall). */
+extern const int mwi_arch_guarded_keeps_result;
+
 /* Where else the target has mwi_arch_sigreturn_code when its libc has
  * none (aarch64: the vdso).  0, or -ENOENT.  Context: the injector. */
 int mwi_arch_sigreturn_extra(pid_t pid, uintptr_t *addr);

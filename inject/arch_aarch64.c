@@ -47,6 +47,7 @@
 #define PSTATE_BTYPE (3ull << 10)	/* branch target identification */
 
 const int mwi_arch_settle_skips = 0;
+const int mwi_arch_guarded_keeps_result = 1;
 const uint32_t mwi_arch_audit = AUDIT_ARCH_AARCH64;
 const uint32_t mwi_arch_tpoff_reloc = R_AARCH64_TLS_TPREL64;
 

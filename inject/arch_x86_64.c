@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 const int mwi_arch_settle_skips = 1;
+const int mwi_arch_guarded_keeps_result = 0;
 const uint32_t mwi_arch_audit = AUDIT_ARCH_X86_64;
 const uint32_t mwi_arch_tpoff_reloc = R_X86_64_TPOFF64;
 

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define RTLD_NOW_ 0x2
@@ -54,32 +53,13 @@ struct target_fns {
 	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
 };
 
-/* A file mapped in the target, as a path we can open.  /proc/PID/maps
- * names files as seen from our root: for a target in another mount
- * namespace the file is under /proc/PID/root, for a chrooted one it is
- * the path itself.  The inode from maps tells which (overlayfs may
- * change the device, so only the inode is compared). */
-static int local_file(pid_t pid, const char *shown, unsigned long ino,
-		      char *path, size_t len)
-{
-	struct stat st;
-
-	snprintf(path, len, "/proc/%d/root%s", (int)pid, shown);
-	if (stat(path, &st) == 0 && st.st_ino == ino)
-		return 0;
-	snprintf(path, len, "%s", shown);
-	if (stat(path, &st) == 0 && st.st_ino == ino)
-		return 0;
-	return -ENOENT;
-}
-
 static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
 {
 	char path[PATH_MAX + 32];
 	uint64_t v;
 
 	memset(f, 0, sizeof(*f));
-	if (local_file(pid, m->libc_path, m->libc_ino, path, sizeof(path)))
+	if (mwi_maps_local_file(pid, m->libc_path, m->libc_ino, path, sizeof(path)))
 		return -ENOENT;
 	if (mwi_elf_symbol(path, "sigaltstack", &v) == 0)
 		f->sigaltstack = m->libc_base + v;
@@ -104,8 +84,13 @@ struct lib_syms {
 	uintptr_t fn, trampoline, result;
 };
 
-static int find_lib_syms(pid_t pid, const char *lib, const char *fn,
-			 struct lib_syms *ls)
+/* @lmap: dlopen's handle where it is known after a guarded call (arch.h:
+ * mwi_arch_guarded_keeps_result), else 0.  It is the library's struct
+ * link_map, whose first field, l_addr, is its load base: the one the
+ * loader relocated, whatever else maps shows of the file (a dlopen that
+ * failed before can have left a mapping of it behind). */
+static int find_lib_syms(struct mwi_thread *t, const char *lib,
+			 const char *fn, uint64_t lmap, struct lib_syms *ls)
 {
 	char shown[PATH_MAX], path[PATH_MAX + 32];
 	unsigned long ino;
@@ -113,9 +98,13 @@ static int find_lib_syms(pid_t pid, const char *lib, const char *fn,
 	uint64_t v;
 
 	memset(ls, 0, sizeof(*ls));
-	if (mwi_maps_find(pid, lib, &base, &ino, shown, sizeof(shown)) ||
-	    local_file(pid, shown, ino, path, sizeof(path)))
+	if (mwi_maps_find(t->pid, lib, &base, &ino, shown, sizeof(shown)) ||
+	    mwi_maps_local_file(t->pid, shown, ino, path, sizeof(path)))
 		return -ENOENT;
+	if (lmap && mwi_peek(t, lmap, &v, sizeof(v)))
+		return -ENOENT;
+	if (lmap)
+		base = v;	/* struct link_map's l_addr */
 	if (mwi_elf_symbol(path, fn, &v))
 		return -ENOENT;
 	ls->fn = base + v;
@@ -172,7 +161,7 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 	struct lib_syms ls;
 	int64_t res;
 	char msg[512];
-	int ret, guarded;
+	int ret, guarded, known;
 
 	if ((ret = mwi_save(t)) ||
 	    (ret = mwi_write_scratch(t, rq->lib, strlen(rq->lib) + 1,
@@ -200,14 +189,23 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 		      : mwi_call(t, f->dlopen, args, 2, &handle);
 	if (ret)
 		return call_failed(t, why, "dlopen", "dlopen", ret);
-	if (find_lib_syms(t->pid, rq->lib, rq->fn, &ls)) {
+	/* Where the guarded call's result comes back (aarch64), the handle
+	 * says whether dlopen succeeded, not maps: a dlopen that failed in
+	 * mapping the segments (glibc keeps the mappings then: arm64's
+	 * 64 KiB-aligned segments leave holes, which it mprotects) leaves
+	 * the file mapped, unrelocated, its data beyond the file's end. */
+	known = guarded && t->have_guarded_result;
+	if (known)
+		handle = t->guarded_result;
+	if ((known && !handle) ||
+	    find_lib_syms(t, rq->lib, rq->fn, known ? handle : 0, &ls)) {
 		/* the message as dlerror() would give it, read from the
 		 * thread's record of the failure rather than by one more
 		 * call (see dlerror.h) */
 		msg[0] = '\0';
 		if (f->dlerror_slot)
 			mwi_dlerror_read(t, f->dlerror_slot, msg, sizeof(msg));
-		if (msg[0] || (!guarded && !handle))
+		if (msg[0] || ((!guarded || known) && !handle))
 			return mwi_failf(why, EX_LOAD, "dlopen", 0,
 					 "dlopen: %s failed in the target: %s",
 					 rq->lib, msg[0] ? msg : "(no message)");
@@ -366,7 +364,7 @@ int mwi_inject(const struct mwi_request *rq, int *result,
 		char path[PATH_MAX + 32];
 		uintptr_t slot = 0;
 
-		if (local_file(rq->pid, maps.libc_path, maps.libc_ino, path,
+		if (mwi_maps_local_file(rq->pid, maps.libc_path, maps.libc_ino, path,
 			       sizeof(path)) ||
 		    mwi_dlerror_slot(path, maps.libc_base, &slot))
 			slot = 0;

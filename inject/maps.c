@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int is_libc(const char *base)
@@ -440,4 +441,18 @@ int mwi_proc_gone(pid_t pid)
 	/* "PID (comm) S ...": the state follows the last ')' */
 	state = strrchr(buf, ')');
 	return state && state[1] == ' ' && (state[2] == 'Z' || state[2] == 'X');
+}
+
+int mwi_maps_local_file(pid_t pid, const char *shown, unsigned long ino,
+			char *path, size_t len)
+{
+	struct stat st;
+
+	snprintf(path, len, "/proc/%d/root%s", (int)pid, shown);
+	if (stat(path, &st) == 0 && st.st_ino == ino)
+		return 0;
+	snprintf(path, len, "%s", shown);
+	if (stat(path, &st) == 0 && st.st_ino == ino)
+		return 0;
+	return -ENOENT;
 }

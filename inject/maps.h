@@ -56,6 +56,14 @@ int mwi_maps_in_leaf(const struct mwi_maps *m, uintptr_t entry, uintptr_t pc);
 int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 		  unsigned long *ino, char *shown, size_t len);
 
+/* A file mapped in @pid (@shown as maps names it, inode @ino) as a path
+ * we can open, into @path (@len bytes).  maps names files as seen from
+ * our root: for a target in another mount namespace the file is under
+ * /proc/PID/root, for a chrooted one it is the path itself.  The inode
+ * tells which (overlayfs may change the device, so only the inode is
+ * compared).  Returns 0 or -ENOENT.  Context: the injector. */
+int mwi_maps_local_file(pid_t pid, const char *shown, unsigned long ino,
+			char *path, size_t len);
 /* 1 when process @pid has exited: no such pid, or a zombie its parent
  * has not reaped yet (kill(pid, 0) still succeeds then, and its maps
  * read as empty).  Context: any; no allocation. */

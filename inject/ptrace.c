@@ -369,6 +369,11 @@ static int finish_call(struct mwi_thread *t, uintptr_t stop_rip,
 			    si.entry.nr == SYS_rt_sigreturn &&
 			    si.instruction_pointer == stop_rip) {
 				t->at_enter_stop = 1;	/* our return */
+				if (mwi_arch_guarded_keeps_result &&
+				    !get_regs(t, &r)) {
+					t->guarded_result = mwi_arch_retval(&r);
+					t->have_guarded_result = 1;
+				}
 				return 0;
 			}
 		} else if (WIFSTOPPED(status) && !is_event_stop(status)) {
@@ -404,6 +409,7 @@ int mwi_call_guarded(struct mwi_thread *t, uintptr_t fn,
 
 	if (!t->frame_sp)
 		return -ENOTSUP;
+	t->have_guarded_result = 0;
 	/* the frame's pretcode is the call's return address */
 	err = start_call(t, fn, t->frame_sp, ret_addr, args, nargs,
 			 PTRACE_SYSCALL);

@@ -37,6 +37,10 @@ struct mwi_thread {
 	uintptr_t frame_altstack;	/* its sigaltstack field */
 	int at_enter_stop;	/* stopped at a guarded call's rt_sigreturn */
 	int call_left_running;	/* a guarded call outlived the deadline */
+	/* the last guarded call's result, where the CPU keeps it to our
+	 * stop (mwi_arch_guarded_keeps_result) */
+	uint64_t guarded_result;
+	int have_guarded_result;
 	unsigned long syscall_stops;	/* for -v */
 	long deadline_ms;			/* monotonic */
 	/* time the thread spent stopped by us (not while we let it run
@@ -83,7 +87,9 @@ uintptr_t mwi_frame_altstack(const struct mwi_thread *t);
 
 /* A guarded call: fn returns to @ret_addr, code ending in rt_sigreturn
  * whose syscall instruction ends at @stop_rip (our stop).  The result is
- * not in a register by then: the code at @ret_addr keeps it if needed. */
+ * not in a register by then on x86-64: the code at @ret_addr keeps it if
+ * needed; on aarch64 it is, and t->guarded_result gets it
+ * (t->have_guarded_result). */
 int mwi_call_guarded(struct mwi_thread *t, uintptr_t fn,
 		     const uint64_t *args, int nargs, uintptr_t ret_addr,
 		     uintptr_t stop_rip);

@@ -237,10 +237,11 @@ static const char *how(const struct mwi_sc_result *r, char *buf, size_t len)
 }
 
 /* clone3's ENOSYS sends glibc to clone: then clone must run. */
-static int clone_ok(const struct mwi_sc_result *res)
+static int clone_ok(const struct mwi_sc_call *calls,
+		    const struct mwi_sc_result *res)
 {
-	for (int i = 0; mwi_sc_calls[i].name; i++)
-		if (mwi_sc_calls[i].nr == SYS_clone)
+	for (int i = 0; calls[i].name; i++)
+		if (calls[i].nr == SYS_clone)
 			return res[i].action == MWI_SC_ALLOW;
 	return 0;
 }
@@ -254,7 +255,8 @@ static const char *effect(const struct mwi_sc_result *r,
 		return "the target would die";
 	if (r->action == MWI_SC_NOTIFY)
 		return "a supervisor runs it or fails it";
-	if (call->nr == SYS_clone3 && r->err == ENOSYS)
+	if (call->nr == SYS_clone3 && r->err == ENOSYS &&
+	    call->need == MWI_SC_REQUIRED)
 		return "glibc falls back to clone";
 	return call->effect;
 }
@@ -268,7 +270,7 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose, int same_as_ours)
 	pid_t tids[1024];
 	int mode, filters, my_mode, my_filters, ntids, i, ret, refuse = 0,
 	    degraded = 0, unknown = 0, bad_i = 0, ours;
-	const struct mwi_sc_call *call;
+	const struct mwi_sc_call *call, *calls;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	ret = seccomp_status(path, &mode, &filters);
@@ -374,13 +376,15 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose, int same_as_ours)
 		}
 	}
 
-	for (i = 0, call = mwi_sc_calls; call->name; call++, i++) {
+	/* the needs as the target's libc decides them (syscalls.h) */
+	calls = mwi_sc_calls_for(pid);
+	for (i = 0, call = calls; call->name; call++, i++) {
 		const struct mwi_sc_result *r = &res[i];
 		int bad = r->action <= MWI_SC_TRAP ||
 			  (r->action == MWI_SC_ERRNO &&
 			   call->need == MWI_SC_REQUIRED &&
 			   !(call->nr == SYS_clone3 && r->err == ENOSYS &&
-			     clone_ok(res)));
+			     clone_ok(calls, res)));
 
 		fprintf(out, "syscall %s %d %s %s%s (%s): %s\n", call->name,
 			call->nr, how(r, word, sizeof(word)),

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* How much an attach needs a syscall. */
 enum mwi_sc_need {
@@ -32,6 +33,15 @@ struct mwi_sc_call {
  * at most MWI_SC_MAX_CALLS. */
 extern const struct mwi_sc_call mwi_sc_calls[];
 #define MWI_SC_MAX_CALLS 64
+
+/* The list as it applies to process @pid: the same calls in the same
+ * order, with the needs that its libc decides.  x86-64: mwi_sc_calls
+ * itself.  aarch64: glibc's pthread_create makes clone3 (with clone its
+ * fallback on ENOSYS) only in a libc that has clone3's code; one
+ * without it (Debian 12's 2.36 on arm64) makes clone alone: clone is
+ * then required and clone3 never made; a libc that cannot be read needs
+ * both.  Context: the injector (reads the target's maps and libc). */
+const struct mwi_sc_call *mwi_sc_calls_for(pid_t pid);
 
 /* "required", "feature" or "optional". */
 const char *mwi_sc_need_name(enum mwi_sc_need need);

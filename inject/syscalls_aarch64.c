@@ -9,7 +9,11 @@
  * both are listed.  The list of what an attach makes is otherwise
  * x86-64's, translated. */
 #include "syscalls.h"
+#include "elfsym.h"
+#include "maps.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 
 #define REQ MWI_SC_REQUIRED
@@ -48,12 +52,14 @@ const struct mwi_sc_call mwi_sc_calls[] = {
 	  REQ, "an interrupted syscall fails" },
 	{ SYS_sigaltstack, "sigaltstack", "guarded calls", OPT,
 	  "calls are not guarded against the injector's death" },
-	/* glibc 2.34 on tries clone3 and falls back to clone on ENOSYS
-	 * only (what the runtimes' default profiles answer): judged as a
-	 * pair in mwi_sc_check() */
+	/* a glibc with clone3's code tries clone3 and falls back to clone
+	 * on ENOSYS only (what the runtimes' default profiles answer):
+	 * judged as a pair in mwi_sc_check(); one without it (arm64's
+	 * glibc before it had one: Debian 12's 2.36) makes clone alone:
+	 * mwi_sc_calls_for() */
 	{ SYS_clone3, "clone3", "pthread_create", REQ, "no helper thread" },
 	{ SYS_clone, "clone", "pthread_create", OPT,
-	  "no helper thread before glibc 2.34" },
+	  "no helper thread where glibc has no clone3" },
 	{ SYS_set_robust_list, "set_robust_list", "helper thread", OPT,
 	  "none" },
 	{ SYS_rseq, "rseq", "helper thread", OPT, "none" },
@@ -105,6 +111,54 @@ const struct mwi_sc_call mwi_sc_calls[] = {
 
 _Static_assert(sizeof(mwi_sc_calls) / sizeof(mwi_sc_calls[0]) <=
 	       MWI_SC_MAX_CALLS, "raise MWI_SC_MAX_CALLS");
+
+/* glibc's clone3 wrapper (sysdeps/unix/sysv/linux/aarch64/clone3.S):
+ * "mov x8, #435; svc #0", in no libc that lacks it (Debian 12's 2.36 has
+ * no "mov x8, #435" at all: pthread_create, _Fork and posix_spawn make
+ * clone, 220).  1 when the target's libc has it, 0 when it has not,
+ * -errno when the libc cannot be read. */
+static int libc_makes_clone3(pid_t pid)
+{
+	static const unsigned char code[] = {
+		0x68, 0x36, 0x80, 0xd2,	/* mov x8, #435 (clone3) */
+		0x01, 0x00, 0x00, 0xd4,	/* svc #0 */
+	};
+	static struct mwi_maps m;
+	char path[PATH_MAX + 32];
+	uint64_t at;
+	int ret = mwi_maps_read(pid, &m);
+
+	if (ret)
+		return ret;
+	if (mwi_maps_local_file(pid, m.libc_path, m.libc_ino, path,
+				sizeof(path)))
+		return -ENOENT;
+	ret = mwi_elf_find_code(path, code, sizeof(code), &at);
+	return ret == -ENOENT ? 0 : ret ? ret : 1;
+}
+
+const struct mwi_sc_call *mwi_sc_calls_for(pid_t pid)
+{
+	static struct mwi_sc_call calls[MWI_SC_MAX_CALLS];
+	int clone3 = libc_makes_clone3(pid), i;
+
+	for (i = 0; mwi_sc_calls[i].name; i++) {
+		calls[i] = mwi_sc_calls[i];
+		if (clone3 == 1)
+			continue;	/* the table's pair */
+		if (calls[i].nr == SYS_clone) {
+			calls[i].need = REQ;
+			calls[i].effect = clone3 ? "no helper thread (which "
+				"of clone3 and clone this libc makes is "
+				"unknown)" : "no helper thread";
+		} else if (calls[i].nr == SYS_clone3 && !clone3) {
+			calls[i].need = OPT;
+			calls[i].effect = "none: this libc makes clone";
+		}
+	}
+	calls[i] = mwi_sc_calls[i];	/* the end */
+	return calls;
+}
 
 /* Each of them waits for the outside world (a file descriptor, a
  * child, a signal, time) with no lock of libc or the loader held. */

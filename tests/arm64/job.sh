@@ -2,15 +2,24 @@
 # SPDX-License-Identifier: MIT
 # job.sh - what `make test-arm64` runs inside the arm64 VM (scripts/arm64-vm
 # runs it as root in a fresh copy of the tree): builds the injector,
-# libmwrap.so and the C unit tests, runs those and tests/arm64 (the
-# injector's calls with both backends; libmwrap.so preloaded, and
-# attached with both backends); with ARM64_RECORD_BUILD_SECONDS set above
-# 0 in the guest, it then runs the whole `make build` for the record (what
-# fails is listed, and does not fail the job; ~12 min at load, not in CI).
+# libmwrap.so, the C unit tests and test_seccomp's targets, runs those,
+# tests/arm64 (the injector's calls with both backends; libmwrap.so
+# preloaded, and attached with both backends) and
+# tests/container/test_seccomp.py (seccomp-filtered targets), then
+# tests/arm64/test_lib.py and test_seccomp again on Debian 13 (a chroot:
+# Ruby 3.3, glibc 2.41); with
+# ARM64_RECORD_BUILD_SECONDS set above 0 in the guest, it then runs the
+# whole `make build` for the record (what fails is listed, and does not
+# fail the job; ~12 min at load, not in CI).
 # Measured at host load 6-9: the build 463 s, check-hooks + check-layers
 # 34 s, the C tests 20 s, tests/arm64 (11) 146 s.
 # Issue 31's leaf check (host load ~2-3): the build 268 s, the C tests
 # (with test_leaves) 20 s, tests/arm64 (14) 214 s; the run 585 s.
+# With test_seccomp (issue 31, host load ~5-9): the build (with sctarget
+# and libsclog.so) 516 s, check-hooks + check-layers 41 s, the C tests
+# 35 s, tests/arm64 (14) 304 s, tests/container/test_seccomp.py (25)
+# 309 s; the run 1315 s from qemu's start (the job began at uptime 87 s).
+# The Debian 13 chroot's test_lib (host load 7-13): 3 passed in 79 s.
 # Exit status: 0 when every required step passed.
 set -u
 export MWRAP_TEST_SLOW="${MWRAP_TEST_SLOW:-30}"
@@ -30,16 +39,23 @@ uname -m
 C_TESTS="build/tests/test_options build/tests/test_control \
 build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
 build/tests/test_symtab build/tests/test_ectls build/tests/test_leaves"
-step make -j2 build/bin/mwrap-inject build/lib/libmwrap.so $C_TESTS
+step make -j2 build/bin/mwrap-inject build/lib/libmwrap.so $C_TESTS \
+	build/targets/sctarget build/targets/libsclog.so
 # what the hooks import, and preload/'s layers, on this CPU's objects
 step make check-hooks check-layers
 for t in $C_TESTS; do
 	step "$t"
 done
 step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests/arm64
+# seccomp-filtered targets: the syscalls an attach makes, the preflight's
+# verdicts, denied calls (tests/container/sctarget.c)
+step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider \
+	tests/container/test_seccomp.py
 # Ruby 3.2+ (its execution context through TLS) on aarch64: test_lib
 # again in a chroot of Debian 13's userland, the guest's second disk
-# (scripts/arm64-vm), Ruby 3.3 and gdb 16 there, with this job's build
+# (scripts/arm64-vm), Ruby 3.3 and gdb 16 there, with this job's build;
+# and test_seccomp against its glibc 2.41, whose threads start by clone3
+# (Debian 12's arm64 2.36 makes clone alone)
 trixie() {
 	t=/mnt/trixie
 	mkdir -p "$t"
@@ -48,7 +64,8 @@ trixie() {
 		mount --rbind /sys "$t/sys" && mount --bind /root/src "$t/root/src" &&
 		chroot "$t" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LANG=C.UTF-8 MWRAP_TEST_SLOW="$MWRAP_TEST_SLOW" \
-			sh -c 'cd /root/src && ruby -v && /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests/arm64/test_lib.py'
+			sh -c 'cd /root/src && ruby -v && /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider \
+				tests/arm64/test_lib.py tests/container/test_seccomp.py'
 	rc=$?
 	umount -lR "$t" || true
 	return "$rc"
