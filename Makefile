@@ -61,7 +61,8 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 	build/targets/mapchurn \
 	build/targets/statics build/targets/statics-stripped \
 	build/targets/dlcycle build/targets/libdlalpha.so build/targets/libdlbeta.so \
-	build/targets/slowerror build/targets/libinhandler.so
+	build/targets/slowerror build/targets/libinhandler.so \
+	build/targets/libkillstep.so
 
 .PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench bench-puma clean install \
 	install-product gem deb packages test-packages help \
@@ -246,6 +247,12 @@ build/targets/libslowctor.so: tests/targets/slowctor.c
 build/targets/libinhandler.so: tests/targets/inhandler.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
+
+# preloaded into mwrap-inject: SIGKILL after a chosen step
+# (tests/safety/test_inject_steps.py)
+build/targets/libkillstep.so: tests/targets/killstep.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $< -ldl
 
 # two allocators in one process (tests/test_allocators.py)
 build/targets/libdeepalloc.so: tests/targets/deep_alloc.c

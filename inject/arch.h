@@ -80,6 +80,7 @@ int mwi_arch_set_regs(pid_t tid, const mwi_regs *r);
 /* The program counter, the stack pointer, the return (and syscall
  * result) register. */
 uintptr_t mwi_arch_pc(const mwi_regs *r);
+void mwi_arch_set_pc(mwi_regs *r, uintptr_t pc);
 uintptr_t mwi_arch_sp(const mwi_regs *r);
 uint64_t mwi_arch_retval(const mwi_regs *r);
 

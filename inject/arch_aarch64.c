@@ -97,6 +97,11 @@ uintptr_t mwi_arch_pc(const mwi_regs *r)
 	return r->r.pc;
 }
 
+void mwi_arch_set_pc(mwi_regs *r, uintptr_t pc)
+{
+	r->r.pc = pc;
+}
+
 uintptr_t mwi_arch_sp(const mwi_regs *r)
 {
 	return r->r.sp;

@@ -43,6 +43,11 @@ uintptr_t mwi_arch_pc(const mwi_regs *r)
 	return r->rip;
 }
 
+void mwi_arch_set_pc(mwi_regs *r, uintptr_t pc)
+{
+	r->rip = pc;
+}
+
 uintptr_t mwi_arch_sp(const mwi_regs *r)
 {
 	return r->rsp;

@@ -410,6 +410,7 @@ int mwi_call_guarded(struct mwi_thread *t, uintptr_t fn,
 	if (!t->frame_sp)
 		return -ENOTSUP;
 	t->have_guarded_result = 0;
+	t->guarded_ret = ret_addr;
 	/* the frame's pretcode is the call's return address */
 	err = start_call(t, fn, t->frame_sp, ret_addr, args, nargs,
 			 PTRACE_SYSCALL);
@@ -487,6 +488,11 @@ int mwi_settle(struct mwi_thread *t)
 		if (get_regs(t, &r))
 			return -errno;
 		mwi_arch_no_syscall(&r);
+		/* skipped, it returns to the start of that code, not past its
+		 * syscall (the next instruction may be anything, hlt in the
+		 * trampoline): if we die before mwi_release restores the
+		 * thread, it runs the rt_sigreturn, which does */
+		mwi_arch_set_pc(&r, t->guarded_ret);
 		if (mwi_arch_set_regs(t->tid, &r))
 			return -errno;
 	}

@@ -36,6 +36,9 @@ struct mwi_thread {
 	uintptr_t frame_sp;
 	uintptr_t frame_altstack;	/* its sigaltstack field */
 	int at_enter_stop;	/* stopped at a guarded call's rt_sigreturn */
+	/* the last guarded call's return address: code that ends in that
+	 * rt_sigreturn whatever the registers hold (see mwi_settle) */
+	uintptr_t guarded_ret;
 	int call_left_running;	/* a guarded call outlived the deadline */
 	/* the last guarded call's result, where the CPU keeps it to our
 	 * stop (mwi_arch_guarded_keeps_result) */
@@ -107,8 +110,10 @@ int mwi_read_string(struct mwi_thread *t, uintptr_t addr, char *buf,
  * the entry stop itself skips it too (syscall -1), but the filter
  * still runs on syscall -1 and the kernel writes its answer (the
  * runtimes' defaults: ENOSYS or EPERM) over the restored result: the
- * thread's interrupted syscall then fails with it.  0 (also when there
- * is nothing to do), or -errno.
+ * thread's interrupted syscall then fails with it.  The skipped syscall
+ * returns to the start of the code that ended the call, so that the
+ * thread still restores itself from its frame if we die before
+ * mwi_release.  0 (also when there is nothing to do), or -errno.
  * Context: the injector, with @t seized. */
 int mwi_settle(struct mwi_thread *t);
 
