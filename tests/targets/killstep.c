@@ -30,7 +30,9 @@ static const char *step_name(long req)
 	case PTRACE_INTERRUPT:	return "INTERRUPT";
 	case PTRACE_CONT:	return "CONT";
 	case PTRACE_SYSCALL:	return "SYSCALL";
+#ifdef PT_SETREGS		/* x86-64; aarch64 has SETREGSET only */
 	case PTRACE_SETREGS:	return "SETREGS";
+#endif
 	case PTRACE_SETREGSET:	return "SETREGSET";
 	case PTRACE_SETSIGMASK:	return "SETSIGMASK";
 	case PTRACE_POKEDATA:	return "POKEDATA";
