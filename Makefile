@@ -130,8 +130,9 @@ deps-build:
 # those of the compiler's target.
 MW_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
 INJECT_ARCH_x86_64 = inject/arch_x86_64.c inject/sigframe_x86_64.c \
-	inject/syscalls_x86_64.c
-INJECT_ARCH_aarch64 = inject/arch_aarch64.c inject/syscalls_aarch64.c
+	inject/syscalls_x86_64.c inject/leaves_x86_64.c
+INJECT_ARCH_aarch64 = inject/arch_aarch64.c inject/syscalls_aarch64.c \
+	inject/leaves_aarch64.c
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/ptrace.c inject/syscalls.c inject/maps.c inject/leaves.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
@@ -318,17 +319,20 @@ build/tests/test_elfsym: tests/c/test_elfsym.c inject/elfsym.c inject/elfsym.h \
 
 # inject/maps.c, included whole, against a target whose map never holds still
 build/tests/test_maps: tests/c/test_maps.c inject/maps.c inject/maps.h \
-		inject/leaves.c inject/leaves.h tests/c/tap.h build/targets/mapchurn
+		inject/leaves.c inject/leaves_$(MW_ARCH).c inject/leaves.h \
+		tests/c/tap.h build/targets/mapchurn
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/leaves.c -ldl
+	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/leaves.c \
+		inject/leaves_$(MW_ARCH).c -ldl
 
 # the leaves (inject/leaves.c) as this CPU's libc picks them: on aarch64
 # each one's code walked
 build/tests/test_leaves: tests/c/test_leaves.c inject/leaves.c \
-		inject/leaves.h inject/maps.c inject/maps.h tests/c/tap.h
+		inject/leaves_$(MW_ARCH).c inject/leaves.h inject/maps.c \
+		inject/maps.h tests/c/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/leaves.c \
-		inject/maps.c -ldl
+		inject/leaves_$(MW_ARCH).c inject/maps.c -ldl
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: $(LIBMWRAP)

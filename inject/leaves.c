@@ -1,47 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* leaves.c - see leaves.h */
+/* leaves.c - see leaves.h: the walk of aarch64 code (any CPU) */
 #include "leaves.h"
 
 #include <errno.h>
 #include <string.h>
-
-/* Routines that keep no lock and no state of their own: they read and
- * write only the memory they are given, never call malloc, stdio or the
- * loader, and call nothing else: x86-64 glibc writes them as leaves in
- * assembly that never move rsp (checked on Debian 12's glibc 2.36 for
- * the AVX-512/EVEX variants picked here: no push, call or rsp operand
- * in them or in the code they jump to; the _chk ones may jump to
- * __chk_fail, which aborts anyway).  A thread inside one, called from
- * application code, is at a safe point: our calls can run on it and it
- * resumes mid-copy.  This is what makes a thread that lives in memcpy
- * (copying big strings) attachable without waiting for it to leave
- * libc.  Anything else in libc may hold a lock or half-updated state
- * (the malloc family, stdio, the loader, locale, atexit, ...).
- * On aarch64 the code each name resolves to is walked (mwi_leaf_walk_a64:
- * by tests/c/test_leaves.c, and by find_leaves at every read, which keeps
- * only leaves), and the names whose code on Debian 12's glibc 2.36 is no
- * leaf are left out below, with what the walk found. */
-const char *const mwi_leaf_names[] = {
-	"memcpy", "memmove", "memset", "memcmp", "bcmp", "memchr",
-	"memrchr", "strlen", "strnlen", "strchr", "strchrnul", "strrchr",
-	"strcmp", "strncmp", "strcpy", "stpcpy", "wmemset", "wmemcmp",
-	"wmemchr", "wcslen", "wcschr", "wcsrchr", "wcscmp", "wcsncmp",
-#if !defined(__aarch64__)
-	/* aarch64: C that calls memcpy, strlen, strnlen, wmemcpy or
-	 * wcsnlen, its first instruction stp x29, x30, [sp, #-N]! */
-	"mempcpy", "strncpy", "stpncpy", "strcat", "strncat", "wcsnlen",
-	"wcscpy",
-	/* aarch64: rawmemchr(s, c) tail-calls memchr or strlen, ifuncs,
-	 * through libc's own PLT (br x17) */
-	"rawmemchr",
-	/* aarch64: C; the check passed, they call __chk_fail (stp x29,
-	 * x30 first) or tail-call the routine through the PLT */
-	"__memcpy_chk", "__memmove_chk", "__mempcpy_chk", "__memset_chk",
-	"__wmemset_chk",
-#endif
-};
-const size_t mwi_leaf_count = sizeof(mwi_leaf_names) /
-			      sizeof(mwi_leaf_names[0]);
 
 enum { A64_NEXT, A64_JUMP, A64_COND, A64_RET, A64_BAD };
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* leaves.h - libc's string routines a thread may be stopped in and still
- * be at a safe point, and (aarch64) the check that the variant libc
- * picked for this CPU is a true leaf.
+ * be at a safe point (the list: leaves_ARCH.c), and the walk of aarch64
+ * code that checks the variant libc picked for this CPU is a true leaf
+ * (leaves.c: any CPU runs it, on aarch64 code).
  *
  * The names are resolved with dlsym in the injector's own process
  * (maps.c, find_leaves); tests/c/test_leaves.c walks what they resolve
@@ -12,8 +13,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Routines that keep no lock and no state of their own: they read and
+ * write only the memory they are given, never call malloc, stdio or the
+ * loader, and call nothing else.  A thread inside one, called from
+ * application code, is at a safe point: our calls can run on it and it
+ * resumes mid-copy.  This is what makes a thread that lives in memcpy
+ * (copying big strings) attachable without waiting for it to leave
+ * libc.  Anything else in libc may hold a lock or half-updated state
+ * (the malloc family, stdio, the loader, locale, atexit, ...).
+ * These are leaves on every architecture we run on; leaves_ARCH.c adds
+ * its own and says how it checked them. */
+#define MWI_LEAF_NAMES_COMMON \
+	"memcpy", "memmove", "memset", "memcmp", "bcmp", "memchr", \
+	"memrchr", "strlen", "strnlen", "strchr", "strchrnul", "strrchr", \
+	"strcmp", "strncmp", "strcpy", "stpcpy", "wmemset", "wmemcmp", \
+	"wmemchr", "wcslen", "wcschr", "wcsrchr", "wcscmp", "wcsncmp"
+
+/* This architecture's list (leaves_ARCH.c). */
 extern const char *const mwi_leaf_names[];
 extern const size_t mwi_leaf_count;
+
+/* The code a leaf entered at @at (inside libc's executable mapping
+ * [@lo_x, @hi_x) of this process) can run: [*@lo, *@hi).  0, or -errno
+ * when the code there is no leaf after all (aarch64: the walk below
+ * found an offence; x86-64: never, the span is the entry alone).
+ * Context: the injector, on its own libc. */
+int mwi_leaf_span(uintptr_t at, uintptr_t lo_x, uintptr_t hi_x,
+		  uintptr_t *lo, uintptr_t *hi);
 
 /* The most instructions a walk visits before it gives up. */
 #define MWI_LEAF_WALK_MAX 4096

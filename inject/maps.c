@@ -260,16 +260,15 @@ static int find_libc(const struct maps_view *v, struct libc_map *c)
 	return ret ? ret : c->base ? 0 : -ENOENT;
 }
 
-/* The target's entries of mwi_leaf_names (leaves.c).  Most are ifuncs:
+/* The target's entries of mwi_leaf_names (leaves_ARCH.c).  Most are ifuncs:
  * libc picks one implementation per CPU at load time, and the picked one
  * is a local symbol, absent from the dynamic symbol table.  Our own
  * process runs on the same CPU: when the target's libc is the very file
  * ours is, dlsym's answer here, moved by the difference of the load
  * bases, is the target's.  Otherwise (a container's libc, another
  * GLIBC_TUNABLES choice) no entry matches and libc stays unsafe as a
- * whole.  On aarch64 each is walked (leaves.h) and kept only if it is a
- * leaf, with the span of code the walk reached; elsewhere the span is
- * the entry alone. */
+ * whole.  Each is kept with the span of code it may run, if it is a
+ * leaf (mwi_leaf_span: on aarch64 its code is walked). */
 static void find_leaves(const struct libc_map *its, struct mwi_maps *m)
 {
 	struct libc_map ours = { 0 };
@@ -285,21 +284,13 @@ static void find_leaves(const struct libc_map *its, struct mwi_maps *m)
 		return;
 	for (i = 0; i < mwi_leaf_count && m->nleaf < MWI_MAX_LEAF; i++) {
 		uintptr_t at = (uintptr_t)dlsym(RTLD_DEFAULT, mwi_leaf_names[i]);
-		uintptr_t lo = at, hi = at + 1;
+		uintptr_t lo, hi;
 
 		/* ours if in our libc's code (not an interposer's) */
 		if (at < ours.lo_x || at >= ours.hi_x)
 			continue;
-#if defined(__aarch64__)
-		{
-			struct mwi_leaf_walk w;
-
-			if (mwi_leaf_walk_a64(at, ours.lo_x, ours.hi_x, &w))
-				continue;
-			lo = w.lo;
-			hi = w.hi;
-		}
-#endif
+		if (mwi_leaf_span(at, ours.lo_x, ours.hi_x, &lo, &hi))
+			continue;
 		m->leaf[m->nleaf] = at - ours.base + its->base;
 		m->leaf_lo[m->nleaf] = lo - ours.base + its->base;
 		m->leaf_hi[m->nleaf++] = hi - ours.base + its->base;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The injector's leaves (inject/leaves.c) as this CPU's libc picks them.
+/* The injector's leaves (inject/leaves_ARCH.c) as this CPU's libc picks them.
  *  - the walk (mwi_leaf_walk_a64) on hand-written aarch64 code: a leaf,
  *    and each thing a leaf must never do, found at its address; on any
  *    CPU (it only reads words);
@@ -10,7 +10,7 @@
  *  - on aarch64, the code each one reaches is walked and must be a
  *    leaf; the failures name the routine, the variant's address (from
  *    libc's load base) and the instruction.  x86-64's list was checked
- *    by hand (leaves.c): there the walk is not run on libc. */
+ *    by hand (leaves_x86_64.c): there the walk is not run on libc. */
 #define _GNU_SOURCE
 #include "leaves.h"
 #include "maps.h"
@@ -176,7 +176,7 @@ static void test_libc(void)
 	   m.nleaf);
 #if !defined(__aarch64__)
 	printf("# the walk of libc's code is aarch64-only: this CPU's list "
-	       "was checked by hand (inject/leaves.c)\n");
+	       "was checked by hand (inject/leaves_x86_64.c)\n");
 #endif
 }
 
