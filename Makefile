@@ -130,9 +130,10 @@ deps-build:
 # those of the compiler's target.
 MW_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
 INJECT_ARCH_x86_64 = inject/arch_x86_64.c inject/sigframe_x86_64.c \
-	inject/syscalls_x86_64.c inject/leaves_x86_64.c
+	inject/syscalls_x86_64.c inject/leaves_x86_64.c \
+	inject/vecvictim_x86_64.c
 INJECT_ARCH_aarch64 = inject/arch_aarch64.c inject/syscalls_aarch64.c \
-	inject/leaves_aarch64.c
+	inject/leaves_aarch64.c inject/vecvictim_aarch64.c
 INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/ptrace.c inject/syscalls.c inject/maps.c inject/leaves.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \

@@ -21,4 +21,10 @@
  * "CORRUPT WHICH" and returns 1 at the first difference. */
 int mwi_vector_victim(void);
 
+/* One block: loads known values into the registers, runs the rounds,
+ * stores and compares them; 1 when they came back unchanged. */
+typedef int (*mwi_vector_check)(void);
+/* This CPU's block (vecvictim_ARCH.c); *@which names its registers. */
+mwi_vector_check mwi_vector_check_for_cpu(const char **which);
+
 #endif
