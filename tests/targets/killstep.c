@@ -44,27 +44,24 @@ static const char *step_name(long req)
 /* The count of each name so far, in a short table: a few names. */
 static struct { const char *name; long n; } counts[16];
 static long steps_since_anchor = -1;	/* -1: the anchor not seen yet */
+static long steps_wanted;		/* K of MWI_KILL_AFTER */
 
-/* 1 when @spec ("NAME:N...") names the Nth @name; *@rest gets what
- * follows N. */
-static int names(const char *spec, const char *name, long n,
-		 const char **rest)
+/* What follows N in @spec ("NAME:N...") when it names the Nth @name,
+ * else NULL. */
+static const char *names(const char *spec, const char *name, long n)
 {
 	size_t len = strlen(name);
 	char *end;
 
 	if (!spec || strncmp(spec, name, len) || spec[len] != ':')
-		return 0;
-	if (strtol(spec + len + 1, &end, 10) != n)
-		return 0;
-	*rest = end;
-	return 1;
+		return NULL;
+	return strtol(spec + len + 1, &end, 10) == n ? end : NULL;
 }
 
 /* Counts a step named @name; @done: 0 before it is taken, 1 after. */
 static void step(const char *name, int done)
 {
-	const char *after = getenv("MWI_KILL_AFTER"), *rest;
+	const char *rest;
 	const char *log = getenv("MWI_STEP_LOG");
 	long n;
 	int i;
@@ -75,8 +72,7 @@ static void step(const char *name, int done)
 	if (i == 16)
 		return;
 	if (!done) {
-		if (names(getenv("MWI_KILL_BEFORE"), name, counts[i].n + 1,
-			  &rest))
+		if (names(getenv("MWI_KILL_BEFORE"), name, counts[i].n + 1))
 			raise(SIGKILL);
 		return;
 	}
@@ -90,13 +86,13 @@ static void step(const char *name, int done)
 			close(fd);
 		}
 	}
-	if (steps_since_anchor >= 0)
+	if (steps_since_anchor >= 0) {
 		steps_since_anchor++;
-	else if (names(after, name, n, &rest))
+	} else if ((rest = names(getenv("MWI_KILL_AFTER"), name, n))) {
 		steps_since_anchor = 0;
-	if (steps_since_anchor >= 0 && after &&
-	    (strchr(after, '+') ? atol(strchr(after, '+') + 1) : 0) ==
-	    steps_since_anchor)
+		steps_wanted = *rest == '+' ? atol(rest + 1) : 0;
+	}
+	if (steps_since_anchor >= 0 && steps_since_anchor == steps_wanted)
 		raise(SIGKILL);
 }
 
