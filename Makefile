@@ -384,7 +384,8 @@ test-ruby-src:
 # /var/cache/mwrap-attach/arm64, built once in ~5 min), booted with a
 # fresh copy of the tree, running tests/arm64/job.sh: the build of the
 # injector and libmwrap.so, the C unit tests, tests/arm64 (attach with
-# both backends, preload; issue 31's notes: the times).
+# both backends, preload), seccomp, the suite's core (Ruby lines, stacks,
+# the safety matrix) and a Debian 13 chroot (issue 31's notes: the times).
 test-arm64:
 	@scripts/install-deps arm64
 	ARM64_VM_TIMEOUT=$${ARM64_VM_TIMEOUT:-2400} scripts/arm64-vm run sh tests/arm64/job.sh

@@ -23,16 +23,28 @@ MWRAP = os.path.join(ROOT, "scripts", "mwrap")
 TARGETS = os.path.join(ROOT, "build", "targets")
 TIMEOUT = 60
 
+# Every wait of these helpers is scaled(): a timeout given to them is
+# what the host needs, and the arm64 VM's job (tests/arm64/job.sh) sets
+# MWRAP_TEST_SLOW to the factor TCG runs slower (20-40x).  A test's own
+# waits (its deadlines, sleeps, direct subprocess calls) call scaled().
+TEST_SLOW = float(os.environ.get("MWRAP_TEST_SLOW", "1"))
+
+
+def scaled(seconds):
+    return seconds * TEST_SLOW
+
+
 DUMP_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s(.+)$")
 
 
 def run(cmd, env=None, timeout=TIMEOUT, **kw):
-    """Runs cmd to completion (killed after timeout), capturing output."""
+    """Runs cmd to completion (killed after scaled(timeout)), capturing
+    output."""
     full_env = dict(os.environ)
     full_env.pop("MWRAP", None)
     full_env.pop("LD_PRELOAD", None)
     full_env.update(env or {})
-    return subprocess.run(cmd, env=full_env, timeout=timeout,
+    return subprocess.run(cmd, env=full_env, timeout=scaled(timeout),
                           capture_output=True, text=True, **kw)
 
 
@@ -103,7 +115,7 @@ class Proc:
     def expect(self, prefix, timeout=30):
         import queue
         import time
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -131,10 +143,10 @@ class Proc:
             self.p.stdin.close()
         except BrokenPipeError:
             pass
-        rc = self.p.wait(timeout=timeout)
+        rc = self.p.wait(timeout=scaled(timeout))
         rest = []
         while True:
-            line = self.lines.get(timeout=timeout)
+            line = self.lines.get(timeout=scaled(timeout))
             if line is None:
                 break
             rest.append(line)
@@ -143,7 +155,7 @@ class Proc:
     def kill(self):
         if self.p.poll() is None:
             self.p.kill()
-            self.p.wait(timeout=10)
+            self.p.wait(timeout=scaled(10))
 
 
 @pytest.fixture
@@ -181,8 +193,8 @@ def runtime_dir(pid, timeout=10):
     """The attach's private runtime directory in process pid, found as
     the helper keeps it open: (/proc/PID/fd/N, which reaches it without
     resolving a path, and its name as the target sees it), or (None,
-    None) if none shows within timeout."""
-    deadline = time.monotonic() + timeout
+    None) if none shows within scaled(timeout)."""
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         try:
             fds = sorted(os.listdir(f"/proc/{pid}/fd"), key=int, reverse=True)
@@ -249,15 +261,6 @@ def our_files(pid):
     except OSError:
         pass
     return found
-
-
-# Deadlines of the tests that also run in the arm64 VM (tests/arm64):
-# TCG runs 20-40x slower than the host, and the VM's job sets this.
-TEST_SLOW = float(os.environ.get("MWRAP_TEST_SLOW", "1"))
-
-
-def scaled(seconds):
-    return seconds * TEST_SLOW
 
 
 LEAK_RB = os.path.join(ROOT, "tests", "targets", "leak.rb")
@@ -348,12 +351,12 @@ def during_window(argv, pid, action, timeout=90):
     p = subprocess.Popen(argv, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while not helper_answered(pid) and p.poll() is None and \
                 time.monotonic() < deadline:
             time.sleep(0.02)
         action()
-        out, err = p.communicate(timeout=timeout)
+        out, err = p.communicate(timeout=scaled(timeout))
     finally:
         if p.poll() is None:
             p.kill()
@@ -372,18 +375,18 @@ def attach_during(pids, args, act, interrupt=False):
     proc = subprocess.Popen([ATTACH, "-p", ",".join(map(str, pids))] + args,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while not all(helper_answered(p) for p in pids) and \
                 proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         act(proc)
         if interrupt:
             proc.send_signal(2)
-        out, err = proc.communicate(timeout=90)
+        out, err = proc.communicate(timeout=scaled(90))
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait(timeout=10)
+            proc.wait(timeout=scaled(10))
     return proc.returncode, out, err
 
 
@@ -529,7 +532,7 @@ def check_flame_rooted_at(page, tmp, helper, callers, ratio, tolerance, shots):
 @functools.lru_cache(maxsize=None)
 def ruby_version():
     """The `ruby` in PATH's RUBY_VERSION as a tuple of ints ((4, 1, 0))."""
-    p = subprocess.run(["ruby", "-e", "print RUBY_VERSION"], timeout=60,
+    p = subprocess.run(["ruby", "-e", "print RUBY_VERSION"], timeout=scaled(60),
                        capture_output=True, text=True,
                        env=dict(os.environ, RUBYOPT=""))
     return tuple(int(x) for x in p.stdout.split("."))
@@ -556,7 +559,7 @@ def ruby_lacks(feature):
     source without its bundled gems (make test-ruby-src) has no fiddle
     from 4.0 on (a bundled gem since), and Debian's is built for Debian's
     own Ruby only."""
-    p = subprocess.run(["ruby", "-e", f"require {feature!r}"], timeout=60,
+    p = subprocess.run(["ruby", "-e", f"require {feature!r}"], timeout=scaled(60),
                        capture_output=True, text=True)
     if p.returncode == 0:
         return None

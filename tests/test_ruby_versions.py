@@ -14,7 +14,8 @@ import subprocess
 import pytest
 
 from conftest import (MWRAP, attach, gc_line_bytes, parse_dump,
-                      parse_json_dump, ptrace_allowed, run, ruby_version)
+                      parse_json_dump, ptrace_allowed, run, ruby_version,
+                      scaled)
 
 N = 2000
 # Lines 5, 7 and 10 allocate 100,001, 200,001 and 300,001 bytes (the
@@ -50,7 +51,8 @@ def ruby_jit():
         code = (f"exit(RubyVM.const_defined?(:{jit.upper()}) && "
                 f"RubyVM::{jit.upper()}.enabled? ? 0 : 1)")
         try:
-            p = subprocess.run(["ruby", f"--{jit}", "-e", code], timeout=30,
+            p = subprocess.run(["ruby", f"--{jit}", "-e", code],
+                               timeout=scaled(30),
                                capture_output=True,
                                env=dict(os.environ, RUBYOPT=""))
             found[jit] = p.returncode == 0

@@ -5,9 +5,10 @@
 # libmwrap.so, the C unit tests and test_seccomp's targets, runs those,
 # tests/arm64 (the injector's calls with both backends; libmwrap.so
 # preloaded, and attached with both backends) and
-# tests/container/test_seccomp.py (seccomp-filtered targets), then
-# tests/arm64/test_lib.py and test_seccomp again on Debian 13 (a chroot:
-# Ruby 3.3, glibc 2.41); with
+# tests/container/test_seccomp.py (seccomp-filtered targets), the
+# suite's core (CORE: Ruby lines, stacks, the safety matrix), then
+# tests/arm64/test_lib.py, test_seccomp and the Ruby lines again on
+# Debian 13 (a chroot: Ruby 3.3, glibc 2.41); with
 # ARM64_RECORD_BUILD_SECONDS set above 0 in the guest, it then runs the
 # whole `make build` for the record (what fails is listed, and does not
 # fail the job; ~12 min at load, not in CI).
@@ -40,7 +41,8 @@ C_TESTS="build/tests/test_options build/tests/test_control \
 build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
 build/tests/test_symtab build/tests/test_ectls build/tests/test_leaves"
 step make -j2 build/bin/mwrap-inject build/lib/libmwrap.so $C_TESTS \
-	build/targets/sctarget build/targets/libsclog.so
+	build/targets/sctarget build/targets/libsclog.so \
+	build/targets/blocker build/targets/vecloop
 # what the hooks import, and preload/'s layers, on this CPU's objects
 step make check-hooks check-layers
 for t in $C_TESTS; do
@@ -51,6 +53,19 @@ step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests/arm64
 # verdicts, denied calls (tests/container/sctarget.c)
 step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider \
 	tests/container/test_seccomp.py
+# the suite's core, as on the host: Ruby lines exact (3.1's frame reads),
+# stacks preloaded and in the default window, and the safety matrix's
+# blocked, vector and killed-injector cases once each
+CORE="tests/test_ruby_versions.py::test_lines_exact_interpreted \
+tests/test_ruby_versions.py::test_eval_with_a_file_name_inside_a_method \
+tests/test_stacks.py::test_preload_stacks_with_mwrap_report \
+tests/test_stacks.py::test_default_window_names_a_gems_callers_with_exact_lines \
+tests/safety/test_matrix.py::test_blocked_in_a_syscall_keeps_working \
+tests/safety/test_matrix.py::test_vector_registers \
+tests/safety/test_matrix.py::test_injector_killed_mid_injection \
+tests/safety/test_matrix.py::test_ruby_threads_raised_and_killed"
+# shellcheck disable=SC2086 # CORE is a list of node ids
+MWRAP_SAFETY_REPEAT=1 step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider $CORE
 # Ruby 3.2+ (its execution context through TLS) on aarch64: test_lib
 # again in a chroot of Debian 13's userland, the guest's second disk
 # (scripts/arm64-vm), Ruby 3.3 and gdb 16 there, with this job's build;
@@ -65,7 +80,8 @@ trixie() {
 		chroot "$t" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LANG=C.UTF-8 MWRAP_TEST_SLOW="$MWRAP_TEST_SLOW" \
 			sh -c 'cd /root/src && ruby -v && /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider \
-				tests/arm64/test_lib.py tests/container/test_seccomp.py'
+				tests/arm64/test_lib.py tests/container/test_seccomp.py \
+				tests/test_ruby_versions.py::test_lines_exact_interpreted'
 	rc=$?
 	umount -lR "$t" || true
 	return "$rc"

@@ -67,12 +67,12 @@ def test_calls_are_guarded_by_a_signal_frame(spawn, built):
     __restore_rt on x86-64, the vdso's on aarch64)."""
     target, lib = built
     p = spawn([target, "read"])
-    p.expect("ready", timeout=t(10))
+    p.expect("ready", timeout=10)
     out, err = inject(p.pid, lib, "answer", "abc", verbose=True)
     assert out == "result=43"
     assert "calls guarded by a signal frame" in err, err
     p.send("end")
-    rc, rest, err = p.finish(timeout=t(10))
+    rc, rest, err = p.finish(timeout=10)
     assert (rc, rest) == (0, []), err
 
 
@@ -84,23 +84,23 @@ def test_injector_killed_inside_the_call_target_goes_on(spawn, built):
     slow = os.path.join(os.path.dirname(lib), "libslow.so")
     p = spawn([target, "read"],
               env={"MWRAP_TEST_CTOR_MS": str(int(t(2) * 1000))})
-    p.expect("ready", timeout=t(10))
+    p.expect("ready", timeout=10)
     inj = subprocess.Popen([INJECT, "-p", str(p.pid), "--timeout",
                             str(int(t(30))), slow, "slow_ready", ""],
                            stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     try:
-        p.expect("in constructor", timeout=t(30))
+        p.expect("in constructor", timeout=30)
         inj.kill()
     finally:
         inj.kill()
         inj.wait(timeout=t(10))
     assert inj.returncode == -9
     p.send("after")
-    assert p.expect("got ", timeout=t(20)) == "got after"
+    assert p.expect("got ", timeout=20) == "got after"
     assert tracer_of(p.pid) == 0
     p.send("end")
-    rc, rest, err = p.finish(timeout=t(10))
+    rc, rest, err = p.finish(timeout=10)
     assert (rc, rest) == (0, []), err
 
 
@@ -114,25 +114,25 @@ def test_call_in_a_thread_blocked_in_read(spawn, built, backend):
         pytest.skip("gdb not installed")
     target, lib = built
     p = spawn([target, "read"])
-    p.expect("ready", timeout=t(10))
+    p.expect("ready", timeout=10)
     assert inject(p.pid, lib, "answer", "hello", backend) == "result=45"
     assert inject(p.pid, lib, "answer_count", "", backend) == "result=1"
     # the read it was blocked in goes on, and gets the line
     p.send("after")
-    assert p.expect("got ", timeout=t(10)) == "got after"
+    assert p.expect("got ", timeout=10) == "got after"
     p.send("end")
-    rc, rest, err = p.finish(timeout=t(10))
+    rc, rest, err = p.finish(timeout=10)
     assert (rc, rest) == (0, []), err
 
 
 def test_calls_in_a_busy_loop_leave_its_registers(spawn, built):
     target, lib = built
     p = spawn([target, "spin"])
-    p.expect("ready", timeout=t(10))
+    p.expect("ready", timeout=10)
     for i in range(3):
         assert inject(p.pid, lib, "answer", "x" * i) == "result=%d" % (40 + i)
     assert inject(p.pid, lib, "answer_count") == "result=3"
-    rc, rest, err = p.finish(timeout=t(20))
+    rc, rest, err = p.finish(timeout=20)
     assert rc == 0, (rest, err)
     assert len(rest) == 1 and rest[0].startswith("sum "), rest
 
@@ -140,20 +140,20 @@ def test_calls_in_a_busy_loop_leave_its_registers(spawn, built):
 def test_call_during_nanosleep_the_sleep_goes_on(spawn, built):
     target, lib = built
     p = spawn([target, "sleep"])
-    p.expect("ready", timeout=t(10))
+    p.expect("ready", timeout=10)
     assert inject(p.pid, lib, "answer", "zz") == "result=42"
     # the interrupted sleep is restarted, never cut short with EINTR
-    assert p.expect("", timeout=t(10)) == "slept"
-    rc, rest, err = p.finish(timeout=t(10))
+    assert p.expect("", timeout=10) == "slept"
+    rc, rest, err = p.finish(timeout=10)
     assert rc == 0 and "EINTR" not in rest, (rest, err)
 
 
 def test_vector_registers_survive_the_calls(spawn, built):
     _, lib = built
     p = spawn([INJECT, "--vector-victim"])
-    which = p.expect("ready", timeout=t(10)).split()[1]
+    which = p.expect("ready", timeout=10).split()[1]
     for _ in range(3):
         assert inject(p.pid, lib, "answer", "") == "result=40"
-    rc, rest, err = p.finish(timeout=t(60))
+    rc, rest, err = p.finish(timeout=60)
     assert rc == 0 and rest and rest[-1].startswith("ok "), \
         (which, rest, err)

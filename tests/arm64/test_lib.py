@@ -9,7 +9,6 @@ and exits 0 with its data intact.
 
 Deadlines scale with MWRAP_TEST_SLOW (the guest's job sets it: TCG runs
 20-40x slower than the host)."""
-import os
 import platform
 import shutil
 import subprocess
@@ -36,7 +35,7 @@ def test_preloaded_names_the_fiddle_leak_line(tmp_path):
     path = tmp_path / "leak.json"
     p = run([MWRAP, "ruby", str(script)],
             env={"MWRAP": f"dump_path:{path},dump_format:json"},
-            timeout=t(60))
+            timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "leaked\n"
     header, sites = parse_json_dump(path.read_text())
@@ -82,12 +81,12 @@ def test_attach_names_the_leaking_line_and_detaches(spawn, tmp_path,
         attached_in = time.monotonic() - started
         assert proc.poll() is None, proc.communicate()
         target.send("leak 200 10000")
-        target.expect("leaked", timeout=t(2))
+        target.expect("leaked", timeout=2)
         stdout, stderr = proc.communicate(timeout=window + t(6))
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait(timeout=10)
+            proc.wait(timeout=t(10))
     assert proc.returncode == 0, (stdout, stderr)
     header, sites = parse_json_dump(out.read_text())
     assert header["pid"] == target.pid
@@ -103,6 +102,6 @@ def test_attach_names_the_leaking_line_and_detaches(spawn, tmp_path,
     assert tracer_of(target.pid) == 0
     assert not is_attached(target.pid)
     target.send("leak 1 100")
-    target.expect("leaked", timeout=t(2))
-    rc, rest, _ = target.finish(timeout=t(2))
+    target.expect("leaked", timeout=2)
+    rc, rest, _ = target.finish(timeout=2)
     assert rc == 0 and rest == ["bye %d" % (200 * 9999 + 99)]

@@ -59,7 +59,7 @@ def test_busy_in_memcpy_attaches(spawn, built):
     loop's own code with odds of about 1e-4).  The copies stay intact:
     busycopy checks them and ends with its usual line."""
     p = spawn(["setsid", built["busycopy"], "16"])
-    p.expect("ready", timeout=t(30))
+    p.expect("ready", timeout=30)
     errs = []
     for i in range(3):
         r = inject(p.pid, built["libanswer.so"], "x" * i, t(10))
@@ -68,7 +68,7 @@ def test_busy_in_memcpy_attaches(spawn, built):
         errs.append(r.stderr)
     assert any(SAFE_IN_LEAF in e for e in errs), errs
     assert tracer_of(p.pid) == 0
-    rc, rest, err = p.finish(timeout=t(30))
+    rc, rest, err = p.finish(timeout=30)
     assert (rc, rest) == (0, ["copies ok sigint=0"]), err
 
 
@@ -81,14 +81,14 @@ def test_memcpy_inside_realloc_is_no_safe_point(spawn, built):
     x86-64 host), never report one inside a string routine, and the
     moved bytes stay intact (busycopy checks each round's)."""
     p = spawn(["setsid", built["busycopy"], "1", "realloc"])
-    p.expect("ready", timeout=t(30))
+    p.expect("ready", timeout=30)
     for i in range(3):
         r = inject(p.pid, built["libanswer.so"], "y" * i, t(30))
         assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
         assert r.stdout.strip() == "result=%d" % (40 + i)
         assert SAFE_IN_LEAF not in r.stderr, r.stderr
     assert tracer_of(p.pid) == 0
-    rc, rest, err = p.finish(timeout=t(30))
+    rc, rest, err = p.finish(timeout=30)
     assert (rc, rest) == (0, ["copies ok sigint=0"]), err
 
 
@@ -104,7 +104,7 @@ def test_stale_x30_outside_the_leaf_is_no_safe_point(spawn, built):
     would be a true safe point anyway), leaves the thread untraced, and
     it goes on to end on SIGTERM with strlen's answer."""
     p = spawn([built["stale_lr"]])
-    p.expect("ready", timeout=t(30))
+    p.expect("ready", timeout=30)
     r = inject(p.pid, built["libanswer.so"], "", t(5))
     assert SAFE_IN_LEAF not in r.stderr, r.stderr
     assert r.returncode != 0 or r.stdout.strip() == "result=40", \
@@ -112,5 +112,5 @@ def test_stale_x30_outside_the_leaf_is_no_safe_point(spawn, built):
     assert tracer_of(p.pid) == 0
     assert p.p.poll() is None, "the target died"
     os.kill(p.pid, signal.SIGTERM)
-    rc, rest, err = p.finish(timeout=t(30))
+    rc, rest, err = p.finish(timeout=30)
     assert (rc, rest) == (0, ["stopped %d" % (16 << 20)]), err

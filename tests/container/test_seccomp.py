@@ -6,7 +6,8 @@ denied call fails cleanly or costs a feature, and the filter is judged
 both ways: read from the kernel (root, no filter of ours) and probed in
 a child under the same filter (as inside a container).  Syscall numbers
 are this CPU's (platform.machine(): x86-64's table or aarch64's, the
-generic one of asm-generic/unistd.h); every wait is scaled()."""
+generic one of asm-generic/unistd.h); every wait is scaled() (conftest's
+helpers scale theirs)."""
 import os
 import platform
 import signal
@@ -14,9 +15,9 @@ import time
 
 import pytest
 
-import conftest
-from conftest import INJECT, LIB, TARGETS, is_attached, parse_json_dump, \
-    ptrace_allowed, scaled, skip_unless_gdb_works
+from conftest import INJECT, LIB, TARGETS, attach, is_attached, \
+    parse_json_dump, ptrace_allowed, run, runtime_dir, scaled, \
+    skip_unless_gdb_works
 
 # The syscalls the tests name, by number, per CPU: x86-64's own table,
 # aarch64's the generic one (asm-generic/unistd.h).  process_vm_writev
@@ -79,32 +80,6 @@ def filtered():
 host_only = pytest.mark.skipif(
     filtered(), reason="we run under a seccomp filter (a container): "
     "the target's cannot be read")
-
-
-# conftest's helpers with every wait scaled (MWRAP_TEST_SLOW: an
-# emulated arm64 VM sets 30)
-def run(cmd, timeout=conftest.TIMEOUT, **kw):
-    return conftest.run(cmd, timeout=scaled(timeout), **kw)
-
-
-def attach(args, timeout=60):
-    return conftest.run([conftest.ATTACH] + args, timeout=scaled(timeout))
-
-
-def runtime_dir(pid, timeout=10):
-    return conftest.runtime_dir(pid, timeout=scaled(timeout))
-
-
-@pytest.fixture
-def spawn(spawn):
-    """conftest's spawn, its targets' expect() and finish() scaled."""
-    def start(argv, **kw):
-        t = spawn(argv, **kw)
-        expect, finish = t.expect, t.finish
-        t.expect = lambda prefix, timeout=30: expect(prefix, scaled(timeout))
-        t.finish = lambda timeout=30: finish(scaled(timeout))
-        return t
-    return start
 
 
 def listed():

@@ -14,18 +14,23 @@ import time
 import pytest
 
 from conftest import (INJECT, LIB, ROOT, TARGETS, attach, is_attached,
-                      ptrace_allowed, runtime_dir, skip_unless_gdb_works)
+                      ptrace_allowed, runtime_dir, scaled,
+                      skip_unless_gdb_works)
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
 BLOCKER = os.path.join(TARGETS, "blocker")
 RUNS = range(REPEAT)
+# how long the injector may look for a safe point: its default (10 s) on
+# the host, scaled in the arm64 VM (tests/arm64/job.sh runs the core)
+SEARCH = ["--timeout", str(int(scaled(10)))]
 
 
 def cycle(pid, backend="ptrace"):
     """attach --keep, stats, detach: each must succeed."""
-    p = attach(["-p", str(pid), "--keep", f"--backend={backend}"], timeout=120)
+    p = attach(["-p", str(pid), "--keep", f"--backend={backend}", *SEARCH],
+               timeout=120)
     assert p.returncode == 0, p.stderr
     p = attach(["-p", str(pid), "--stats"])
     assert p.returncode == 0 and "allocations=" in p.stdout, p.stderr
@@ -187,12 +192,13 @@ def test_injector_killed_mid_injection(spawn, sig, target, n):
         t = start(spawn, BLOCKER, "read")
     else:
         t = start(spawn, os.path.join(TARGETS, "vecloop"))
-    inj = subprocess.Popen([INJECT, "-p", str(t.pid), LIB, "mw_attach", ""],
+    inj = subprocess.Popen([INJECT, "-p", str(t.pid), *SEARCH, LIB,
+                            "mw_attach", ""],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(random.uniform(0, 0.015))
+    time.sleep(random.uniform(0, scaled(0.015)))
     inj.send_signal(sig)
-    inj.wait(timeout=30)
-    time.sleep(0.2)
+    inj.wait(timeout=scaled(30))
+    time.sleep(scaled(0.2))
     assert t.p.poll() is None, "the target died"
     if target == "read":
         t.send("still here")
