@@ -21,6 +21,9 @@
 # 35 s, tests/arm64 (14) 304 s, tests/container/test_seccomp.py (25)
 # 309 s; the run 1315 s from qemu's start (the job began at uptime 87 s).
 # The Debian 13 chroot's test_lib (host load 7-13): 3 passed in 79 s.
+# With the core (host load 5-7, beside a Ruby build and other tests): the
+# build 385 s, tests/arm64 223 s, test_seccomp 227 s, the core (15) 317 s,
+# the Debian 13 chroot (29) 277 s; the run 1542 s from qemu's start.
 # Exit status: 0 when every required step passed.
 set -u
 export MWRAP_TEST_SLOW="${MWRAP_TEST_SLOW:-30}"
