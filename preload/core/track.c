@@ -220,6 +220,20 @@ sampled_stack(struct mw_site *line, size_t size)
 	return s;
 }
 
+/* The recursion guard around an entry point's work.  Every mw_track_*
+ * entry point is called with the guard not raised (their Context; the
+ * hooks checked mw_tracking()), so raising it is a store of 1, not a
+ * load, an add and a store, and lowering it a store of 0. */
+static inline __attribute__((always_inline)) void guard_raise(void)
+{
+	mw_tls.guard = 1;
+}
+
+static inline __attribute__((always_inline)) void guard_lower(void)
+{
+	mw_tls.guard = 0;
+}
+
 /* mw_track_alloc's work, guard raised: also mw_track_realloc's. */
 static inline __attribute__((always_inline)) void
 track_alloc(void *p, size_t size, uintptr_t caller)
@@ -258,9 +272,9 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 {
 	int *e = errno_ptr(), saved = *e;
 
-	mw_tls.guard++;
+	guard_raise();
 	track_alloc(p, size, caller);
-	mw_tls.guard--;
+	guard_lower();
 	*e = saved;
 }
 
@@ -273,9 +287,9 @@ void *mw_track_malloc(size_t size, uintptr_t caller)
 		return p;
 	e = errno_ptr();
 	saved = *e;
-	mw_tls.guard++;
+	guard_raise();
 	track_alloc(p, size, caller);
-	mw_tls.guard--;
+	guard_lower();
 	*e = saved;
 	return p;
 }
@@ -300,9 +314,9 @@ void mw_track_free_real(void *p)
 {
 	int *e = errno_ptr(), saved = *e;
 
-	mw_tls.guard++;
+	guard_raise();
 	track_free(p);
-	mw_tls.guard--;
+	guard_lower();
 	*e = saved;
 	mw_real.free(p);
 }
@@ -316,7 +330,7 @@ void *mw_track_realloc(void *p, size_t n, size_t m, int array,
 	uint64_t unknown_bytes = 0;
 	void *q;
 
-	mw_tls.guard++;
+	guard_raise();
 	maybe = mw_sample_maybe((uintptr_t)p);
 	had = maybe && mw_live_take((uintptr_t)p, &old);
 	/* a block from before tracking: its size, while it still exists */
@@ -335,7 +349,7 @@ void *mw_track_realloc(void *p, size_t n, size_t m, int array,
 		if (q && mw_sample_take(size))
 			track_alloc(q, size, caller);
 	}
-	mw_tls.guard--;
+	guard_lower();
 	errno = saved;
 	return q;
 }
