@@ -39,16 +39,26 @@ uint64_t mw_monotonic_ns(void)
  * of them span 4.9 hours. */
 #define MW_NS_SHIFT 20
 
-uint64_t mw_track_now(void)
+/* The two age clocks: the GC generation, and monotonic time in units
+ * of 2^MW_NS_SHIFT ns. */
+static inline uint64_t generation(void)
+{
+	return __atomic_load_n(&mw_ruby_generation, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t coarse_units(void)
 {
 	struct timespec ts;
 
-	if (mw_age_unit == MW_AGE_GC)
-		return __atomic_load_n(&mw_ruby_generation, __ATOMIC_RELAXED);
 	/* coarse (~4 ms) is plenty for lifespans and costs a few ns */
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) >>
 	       MW_NS_SHIFT;
+}
+
+uint64_t mw_track_now(void)
+{
+	return mw_age_unit == MW_AGE_GC ? generation() : coarse_units();
 }
 
 /* This thread's errno, its address remembered: a load instead of a
@@ -62,13 +72,15 @@ static inline __attribute__((always_inline)) int *errno_ptr(void)
 	return e;
 }
 
-/* A freed block's lifespan, in the age clock's unit. */
+/* A freed block's lifespan, in the age clock's unit (births are kept
+ * mod 2^24).  One test of the unit: mw_track_now's and a second one for
+ * the scale were two loads and two branches on every free. */
 static inline uint64_t age_of(const struct mw_live_entry *e)
 {
-	/* births are kept mod 2^24 */
-	uint64_t age = (mw_track_now() - mw_live_birth(e)) & MW_BIRTH_MASK;
-
-	return mw_age_unit == MW_AGE_NS ? age << MW_NS_SHIFT : age;
+	if (mw_age_unit == MW_AGE_GC)
+		return (generation() - mw_live_birth(e)) & MW_BIRTH_MASK;
+	return ((coarse_units() - mw_live_birth(e)) & MW_BIRTH_MASK)
+	       << MW_NS_SHIFT;
 }
 
 /* account_free's cases other than a plain block under full tracking: a
@@ -355,11 +367,6 @@ void *mw_track_realloc(void *p, size_t n, size_t m, int array,
 }
 
 /* Heap pages are aged in GC generations whatever mw_age_unit says. */
-static uint64_t generation(void)
-{
-	return __atomic_load_n(&mw_ruby_generation, __ATOMIC_RELAXED);
-}
-
 void mw_track_page_map(uintptr_t body, size_t size)
 {
 	struct mw_live_entry e, stale;
