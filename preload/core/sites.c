@@ -59,7 +59,7 @@ struct loc_cache_entry {
 static struct loc_cache_entry loc_cache[1u << LOC_CACHE_BITS];
 
 /* Native callers seen recently (sites.h) */
-struct mw_addr_cache_entry mw_addr_cache[1u << MW_ADDR_CACHE_BITS];
+struct mw_site *mw_addr_cache[1u << MW_ADDR_CACHE_BITS];
 
 /* Buckets: created with MIN_BUCKETS, grown by us (never by a worker
  * of liburcu's: with CDS_LFHT_AUTO_RESIZE, cds_lfht_new starts one and
@@ -483,17 +483,14 @@ struct mw_site *mw_site_find_addr(uintptr_t addr)
 	return find_only(&k, hash);
 }
 
-struct mw_site *mw_site_for_addr_miss(uintptr_t addr,
-				      struct mw_addr_cache_entry *c)
+struct mw_site *mw_site_for_addr_miss(uintptr_t addr, struct mw_site **c)
 {
 	struct mw_site *s;
 	struct key k;
 
 	s = find_or_create(&k, key_addr(&k, addr));	/* a miss: the table */
-	if (s) {
-		__atomic_store_n(&c->addr, addr, __ATOMIC_RELAXED);
-		__atomic_store_n(&c->site, s, __ATOMIC_RELEASE);
-	}
+	if (s)
+		__atomic_store_n(c, s, __ATOMIC_RELEASE);
 	return s;
 }
 

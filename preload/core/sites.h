@@ -52,23 +52,20 @@ struct mw_site {
 
 /* Native callers seen recently: caller address -> site, for threads
  * without the GVL (no Ruby location), which would otherwise walk the
- * hash table on every allocation.  Any thread writes it: a torn entry
- * holds some site (records are never unmapped, so the pointer is
- * always one) or NULL, and fails the check against the site's own
- * address: it only costs a miss.  The site is stored with release and
- * loaded with acquire ordering, so a site seen is a complete record.
- * Owned by sites.c; read here by mw_site_for_addr. */
-#define MW_ADDR_CACHE_BITS 12
-struct mw_addr_cache_entry {
-	uintptr_t addr;
-	struct mw_site *site;
-};
-extern struct mw_addr_cache_entry mw_addr_cache[1u << MW_ADDR_CACHE_BITS];
+ * hash table on every allocation.  An entry is one pointer to a site
+ * keyed by an address (or NULL), so it cannot be torn; a hit is a site
+ * whose own address is the caller's, a check that also rejects a site
+ * another caller put there.  Any thread writes it, with release
+ * ordering, and it is loaded with acquire ordering, so a site seen is a
+ * complete record.  64 KiB, as when an entry held the address too:
+ * twice the entries in the same memory.  Owned by sites.c; read here by
+ * mw_site_for_addr. */
+#define MW_ADDR_CACHE_BITS 13
+extern struct mw_site *mw_addr_cache[1u << MW_ADDR_CACHE_BITS];
 
 /* mw_site_for_addr's miss: the table, then the cache entry @c.
  * Context: as mw_site_for_addr. */
-struct mw_site *mw_site_for_addr_miss(uintptr_t addr,
-				      struct mw_addr_cache_entry *c);
+struct mw_site *mw_site_for_addr_miss(uintptr_t addr, struct mw_site **c);
 
 /* a - b, clamped at 0: counters are read while hooks update them, so
  * a difference of two of them can be caught mid-update.
@@ -174,16 +171,14 @@ static inline unsigned long mw_site_hash_addr(uintptr_t addr)
 
 static inline struct mw_site *mw_site_for_addr(uintptr_t addr)
 {
-	struct mw_addr_cache_entry *c =
-		&mw_addr_cache[mw_site_hash_addr(addr) >>
-			       (sizeof(unsigned long) * 8 - MW_ADDR_CACHE_BITS)];
+	/* the product's top bits: a cache slot needs no more mixing */
+	struct mw_site **c = &mw_addr_cache[(uint64_t)addr *
+					    0x9e3779b97f4a7c15ull >>
+					    (64 - MW_ADDR_CACHE_BITS)];
+	struct mw_site *s = __atomic_load_n(c, __ATOMIC_ACQUIRE);
 
-	if (__atomic_load_n(&c->addr, __ATOMIC_RELAXED) == addr) {
-		struct mw_site *s = __atomic_load_n(&c->site, __ATOMIC_ACQUIRE);
-
-		if (s && !s->key && s->addr == addr)
-			return s;
-	}
+	if (s && s->addr == addr)
+		return s;
 	return mw_site_for_addr_miss(addr, c);
 }
 
