@@ -289,7 +289,8 @@ build/tests/test_control: preload/base/command.c
 build/tests/test_symtab: preload/base/elfsyms.c \
 	build/targets/statics build/targets/statics-stripped
 build/tests/test_live build/tests/test_live_threads: preload/core/live.c \
-	preload/core/live.h preload/base/spin.h preload/base/cpu.h \
+	preload/core/live.h preload/base/spin.c preload/base/spin.h \
+	preload/base/cpu.h \
 	$(wildcard preload/base/cpu_*.h) \
 	tests/c/live_fixture.h
 # Ruby 3.2+'s EC found in code (core/rbpos_ARCH.c), on a TLS variable of

@@ -10,22 +10,21 @@
 
 #include "base/cpu.h"
 
-#include <sched.h>
+/* Ours alone, never another object's: direct addressing, no GOT. */
+#pragma GCC visibility push(hidden)
+
+/* mw_spin_lock's wait for a lock found taken: out of line, so that the
+ * callers' common path (the lock free) holds no loop and no call to
+ * sched_yield, which cost them registers and spills.
+ * Context: as mw_spin_lock. */
+void mw_spin_lock_wait(int *lock);
 
 /* Context: our code only, the thread's guard raised (see above); never
  * allocates. */
 static inline void mw_spin_lock(int *lock)
 {
-	while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)) {
-		unsigned spins = 0;
-
-		while (__atomic_load_n(lock, __ATOMIC_RELAXED)) {
-			if (++spins < 256)
-				mw_cpu_relax();
-			else
-				sched_yield();	/* holder may be preempted */
-		}
-	}
+	if (__builtin_expect(__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE), 0))
+		mw_spin_lock_wait(lock);
 }
 
 /* Context: the holder. */
@@ -33,5 +32,7 @@ static inline void mw_spin_unlock(int *lock)
 {
 	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
 }
+
+#pragma GCC visibility pop
 
 #endif
