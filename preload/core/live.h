@@ -105,8 +105,14 @@ static inline struct mw_live_shard *mw_live_shard_of(uintptr_t ptr)
 {
 	uint64_t r = (uint64_t)(ptr >> MW_LIVE_REGION_SHIFT) *
 		     0x9e3779b97f4a7c15ull;
+	struct mw_live_shard *sh =
+		&mw_live_shards[r >> (64 - MW_LIVE_SHARD_BITS)];
 
-	return &mw_live_shards[r >> (64 - MW_LIVE_SHARD_BITS)];
+	/* opaque from here on: the compiler keeps the shard's address in
+	 * a register, instead of rebuilding it from the index at each use
+	 * and spilling the index across calls */
+	__asm__("" : "+r"(sh));
+	return sh;
 }
 
 /* A pointer's hash (malloc pointers are 16-byte aligned: the zero bits
