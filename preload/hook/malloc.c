@@ -62,17 +62,34 @@ EXPORT void *calloc(size_t n, size_t m)
 	return p;
 }
 
-EXPORT void free(void *p)
+/* free of a block not from the bootstrap arena, the real functions
+ * known. */
+static inline __attribute__((always_inline)) void free_ready(void *p)
 {
-	if (!p || unlikely(mw_boot_owns(p)))
-		return;
-	if (NOT_READY())
-		return;		/* cannot happen: p came from somewhere */
 	if (mw_tracking() && mw_sample_maybe((uintptr_t)p)) {
 		mw_track_free_real(p);
 		return;
 	}
 	mw_real.free(p);
+}
+
+/* ... and before they are: out of line, so that free needs no frame of
+ * its own to keep @p across the lookup. */
+static __attribute__((noinline, cold)) void free_unready(void *p)
+{
+	if (!mw_real_resolve())	/* else cannot happen: p came from somewhere */
+		free_ready(p);
+}
+
+EXPORT void free(void *p)
+{
+	if (!p || unlikely(mw_boot_owns(p)))
+		return;
+	if (unlikely(!mw_real_ready())) {
+		free_unready(p);
+		return;
+	}
+	free_ready(p);
 }
 
 /* realloc of a bootstrap block: move it to the real heap. */
