@@ -231,7 +231,12 @@ static unsigned long hash_location(const char *path, size_t len, int line)
 	return (unsigned long)(h * 0xbf58476d1ce4e5b9ull);
 }
 
-#define hash_addr mw_site_hash_addr
+static unsigned long hash_addr(uintptr_t addr)
+{
+	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned long)(h ^ (h >> 32));
+}
 
 /* What a lookup compares against. */
 struct key {

@@ -162,13 +162,6 @@ extern uint64_t mw_sites_dropped;
  * stripes; hash buckets excluded).  Context: any; never allocates. */
 uint64_t mw_sites_memory(void);
 
-static inline unsigned long mw_site_hash_addr(uintptr_t addr)
-{
-	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ull;
-
-	return (unsigned long)(h ^ (h >> 32));
-}
-
 static inline struct mw_site *mw_site_for_addr(uintptr_t addr)
 {
 	/* the product's top bits: a cache slot needs no more mixing */
