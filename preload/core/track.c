@@ -262,17 +262,14 @@ track_alloc(void *p, size_t size, uintptr_t caller)
 	s = site_of(caller);
 	if (!s)
 		return;
-	/* full tracking without stack samples first: one test of both */
-	if (__builtin_expect(!(mw_sample_bytes | mw_stack_sample_bytes), 1)) {
-		mw_counts_alloc(&s->counts, size, 1);
-	} else if (mw_sample_bytes) {
+	if (__builtin_expect(mw_sample_bytes != 0, 0)) {
 		uint64_t w = mw_sample_weight(size);
 
 		mw_counts_alloc(&s->counts, size * w / 1024, (w + 512) / 1024);
 		mw_sample_mark((uintptr_t)p, 1);
 	} else {
 		mw_counts_alloc(&s->counts, size, 1);
-		if (mw_stack_sample_take(size))
+		if (mw_stack_sample_bytes && mw_stack_sample_take(size))
 			s = sampled_stack(s, size);
 	}
 
