@@ -11,14 +11,17 @@ $stdout.sync = true
 module Bench
   @phases = {}
 
-  # Times one phase of the work; its wall seconds join the result line as
-  # NAME=SECONDS, its CPU seconds (all threads) as NAME_cpu=SECONDS.
+  # Times one phase of the work (a phase timed again adds up); its wall
+  # seconds join the result line as NAME=SECONDS, its CPU seconds (all
+  # threads) as NAME_cpu=SECONDS.
   def self.phase(name)
     t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     c0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
     yield
-    @phases["#{name}_cpu"] = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - c0
-    @phases[name] = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - c0
+    wall = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+    @phases["#{name}_cpu"] = @phases.fetch("#{name}_cpu", 0.0) + cpu
+    @phases[name] = @phases.fetch(name, 0.0) + wall
   end
 
   # [minflt, majflt] of the whole process (every thread, live or gone)
