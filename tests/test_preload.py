@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Preload mode: libmwrap.so via LD_PRELOAD (scripts/mwrap), mwrap's own
 acceptance cases plus ours.  Every process is real and bounded in time."""
+import json
 import os
 import pytest
 
@@ -205,6 +206,43 @@ end
     for loc in lines:
         # 60 strings of 6,001 bytes each (and a few small allocations)
         assert sites[loc]["total_bytes"] // 6001 == 60, (loc, sites[loc])
+
+
+def test_stacks_stay_exact_as_code_is_compiled_and_collected(tmp):
+    """--stacks: a stack's site is cached by its frames' positions while
+    the code they lie in lives (walkcache.h): the same code compiled again
+    and again at other lines, called from two lines, each iseq freed by
+    the next GC and its memory reused by the next one, lands on its own
+    stacks."""
+    script = tmp / "evals.rb"
+    script.write_text("""\
+def gen(i) = eval("'a' * 6000", nil, "gen.rb", 1 + i % 5)
+300.times do |i|
+  gen(i) if i.even?
+  gen(i) if i.odd?
+  GC.start
+end
+""")
+    path = tmp / "s.json"
+    p = ruby_preloaded([str(script)], f"dump_path:{path},dump_format:json,stacks:4")
+    assert p.returncode == 0, p.stderr
+    strings = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        stack = r.get("stack", [])
+        # the eval'd line (named by gen.rb or, as Ruby names code eval'd
+        # in a method, by the method's file), under gen's own line
+        if r["type"] != "site" or len(stack) < 3 or \
+                not stack[1].startswith(f"{script}:1 in "):
+            continue
+        callers = {f.split(" in ")[0] for f in stack[2:]} & \
+            {f"{script}:3", f"{script}:4"}
+        assert len(callers) == 1, r
+        # 30 strings of 6,001 bytes each (and a few small allocations)
+        key = (int(r["location"].rsplit(":", 1)[1]), callers.pop())
+        strings[key] = strings.get(key, 0) + r["total_bytes"] // 6001
+    assert strings == {(1 + i % 5, f"{script}:{3 + i % 2}"): 30
+                       for i in range(10)}
 
 
 @pytest.mark.parametrize("bad", [

@@ -75,7 +75,7 @@ __attribute__((noinline, cold)) int mw_live_grow_locked(struct shard *sh)
 	return 0;
 }
 
-int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
+int mw_live_watch(uintptr_t ptr, uint64_t size, uint32_t marker_site)
 {
 	struct mw_live_at at = mw_live_at(ptr);
 	struct shard *sh = at.sh;
@@ -95,7 +95,7 @@ int mw_live_watch(uintptr_t ptr, uint32_t marker_site)
 		return -ENOMEM;
 	}
 	i = probe_locked(&at);	/* the table may have grown */
-	mw_live_make(&sh->slots[i], ptr, marker_site, 0, 0);
+	mw_live_make(&sh->slots[i], ptr, marker_site, size, 0);
 	sh->slots[i].size_birth |= MW_LIVE_WATCHED;
 	sh->count++;
 	mw_spin_unlock(&sh->lock);

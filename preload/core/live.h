@@ -168,10 +168,11 @@ static inline void mw_live_prefetch(uintptr_t ptr)
 }
 
 /* Watches the block at @ptr: its entry, or a new one of @marker_site
- * (size 0) when it has none, gets MW_LIVE_WATCHED, which its removal
- * hands back.  Returns 0 when the block had an entry, 1 when the marker
- * was made, -ENOMEM when the table cannot grow.  Context: hook-safe. */
-int mw_live_watch(uintptr_t ptr, uint32_t marker_site);
+ * and @size (the block's, known to the caller) when it has none, gets
+ * MW_LIVE_WATCHED, which its removal hands back.  Returns 0 when the
+ * block had an entry, 1 when the marker was made, -ENOMEM when the table
+ * cannot grow.  Context: hook-safe. */
+int mw_live_watch(uintptr_t ptr, uint64_t size, uint32_t marker_site);
 
 /* Counts a free of a block not in the table, of @bytes (its usable
  * size), made some other way than mw_live_remove (realloc).

@@ -4,15 +4,16 @@
 #include "core/sizedcache.h"
 
 
-/* Ruby positions seen since Ruby last freed code we watch: (pc, iseq)
+/* Ruby positions seen, each until Ruby frees code in its page: (pc, iseq)
  * -> site id (see rbpos.h), in front of the location cache: a hit needs
  * neither the line (Ruby computes it by a search over the iseq's line
  * table) nor the path.  Direct-mapped, with twice as many entries as
  * there are sites (up to 2^20): it is replaced by a bigger one as sites
  * are added, and the old one is kept, as a reader may still hold it.
  * Written and read by threads holding the GVL; Ractors each have their
- * own, so an entry can be torn: @check, a hash of pc, iseq, id and
- * code_generation, makes a torn or outdated entry a miss. */
+ * own, so an entry can be torn: @check, a hash of pc, iseq, id,
+ * code_generation and pc's code epoch, makes a torn or outdated entry a
+ * miss. */
 #define POS_CACHE_MIN_BITS 12
 #define POS_CACHE_MAX_BITS 20
 struct mw_pos_cache *mw_pos_cache;
@@ -51,7 +52,8 @@ void mw_site_remember_pos(const struct mw_ruby_pos *pos,
 	c = pos_slot(cache, pos);
 	c->pc = pos->pc;
 	c->id = s->id;
-	c->check = pos_check(pos->pc, pos->iseq, gen, s->id);
+	c->check = pos_check(pos->pc, pos->iseq, gen + mw_code_epoch(pos->pc),
+			     s->id);
 }
 
 void mw_sites_forget_positions(void)

@@ -4,13 +4,14 @@
  * searches the iseq's line table for it) nor the path.  Valid while the
  * Ruby code the positions lie in lives: each code buffer a remembered
  * position lies in is watched (mw_live_watch), and its free forgets
- * every position.
+ * the positions in its pages (codeepoch.h).
  */
 #ifndef MW_POSCACHE_H
 #define MW_POSCACHE_H
 
 #include <stdint.h>
 
+#include "core/codeepoch.h"
 #include "core/rbpos.h"
 #include "core/sites.h"
 
@@ -39,8 +40,9 @@ uint64_t mw_poscache_memory(void);
  * to 2^20): it is replaced by a bigger one as sites are added, and the
  * old one is kept, as a reader may still hold it.  Written and read by
  * threads holding the GVL; Ractors each have their own, so an entry can
- * be torn: @check, a hash of pc, iseq, id and the generation (bumped by
- * mw_sites_forget_positions), makes a torn or outdated entry a miss. */
+ * be torn: @check, a hash of pc, iseq, id, the generation (bumped by
+ * mw_sites_forget_positions) and the epoch of pc's page (bumped when
+ * code there is freed), makes a torn or outdated entry a miss. */
 struct mw_pos_cache_entry {
 	uintptr_t pc;
 	uint32_t id, check;
@@ -82,7 +84,8 @@ static inline struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos)
 	c = mw_pos_slot(cache, pos);
 	id = c->id;
 	if (pos->pc && c->pc == pos->pc &&
-	    c->check == mw_pos_check(pos->pc, pos->iseq, gen, id))
+	    c->check == mw_pos_check(pos->pc, pos->iseq,
+				     gen + mw_code_epoch(pos->pc), id))
 		return mw_site_get(id);
 	return NULL;
 }

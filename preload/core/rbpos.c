@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "core/rbpos.h"
 #include "core/rbpos_arch.h"
+#include "core/codeepoch.h"
 #include "core/tls.h"
 
 #include <dlfcn.h>
@@ -48,6 +49,9 @@ static int (*stack_frames)(int start, int limit, uintptr_t *frames,
 			   int *lines);
 static uintptr_t (*frame_label)(uintptr_t frame);
 static int (*native_thread_p)(void);
+/* Ruby 4+: a frame running ZJIT code keeps its pc and iseq elsewhere
+ * (its cfp's jit_return says so), so mw_ruby_walk gives up there. */
+static int jit_frames_opaque;
 #define PROFILE_DEPTH 8		/* C frames above the innermost Ruby one */
 #define PROFILE_FIRST 2		/* frames asked for first */
 
@@ -58,8 +62,12 @@ static int frames_known;
 #define EC_STACK 0	/* rb_execution_context_t: vm_stack, */
 #define EC_STACK_SIZE 1	/* vm_stack_size (in VALUEs), */
 #define EC_CFP 2	/* cfp, ... (3.1 to 4.0) */
-#define CFP_PC 0	/* rb_control_frame_t: pc, sp, iseq, ... */
+#define CFP_PC 0	/* rb_control_frame_t: pc, sp, iseq, self, ep, ... */
 #define CFP_ISEQ 2
+#define CFP_EP 4
+/* ep[0] of a frame: its flags; their magic says what kind of frame */
+#define FRAME_MAGIC_MASK 0x7fff0001
+#define FRAME_MAGIC_CFUNC 0x55550001
 #define ISEQ_BODY 2	/* rb_iseq_t: flags, wrapper, body */
 /* rb_iseq_constant_body: type and iseq_size (32 bits each), then
  * iseq_encoded, the code buffer iseq_size VALUEs long */
@@ -252,6 +260,8 @@ static void find_frames(void)
 /* Ruby 3.2+: the profiling API, where 3.1's symbols are not exported. */
 static int find_profile_api(void)
 {
+	const int *api;
+
 	*(void **)&profile_frames = dlsym(RTLD_DEFAULT, "rb_profile_frames");
 	*(void **)&frame_path = dlsym(RTLD_DEFAULT, "rb_profile_frame_path");
 	*(void **)&string_ptr = dlsym(RTLD_DEFAULT, "rb_string_value_ptr");
@@ -259,6 +269,8 @@ static int find_profile_api(void)
 	/* optional: our own walk of the frames, checked as it goes */
 	*(void **)&thread_current = dlsym(RTLD_DEFAULT, "rb_thread_current");
 	*(void **)&iseq_path = dlsym(RTLD_DEFAULT, "rb_iseq_path");
+	api = dlsym(RTLD_DEFAULT, "ruby_api_version");
+	jit_frames_opaque = !api || api[0] >= 4;
 	layout_tries = profile_frames && thread_current && iseq_path &&
 		       mw_rbpos_ec_from_code((const unsigned char *)profile_frames,
 					     &ec_index)
@@ -333,7 +345,8 @@ int mw_ruby_pos_present(struct mw_ruby_pos *pos)
 	return 1;
 }
 
-int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code)
+int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code,
+		     uint64_t *len)
 {
 	const struct iseq_body_head *body;
 	uintptr_t start;
@@ -349,6 +362,7 @@ int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code)
 	    pos->pc > start + (uintptr_t)body->iseq_size * sizeof(uintptr_t))
 		return 0;
 	*code = start;
+	*len = (uint64_t)body->iseq_size * sizeof(uintptr_t);
 	return 1;
 }
 
@@ -472,6 +486,143 @@ int mw_ruby_frame_names(uintptr_t frame, const char **path,
 			*label = string_ptr(&lab);
 	}
 	return *path != NULL;
+}
+
+/* The words of a control frame (7 from 3.2; 3.1's are found the same
+ * way), found once by walking a whole stack with each candidate size:
+ * the one under which the distance to the stack's end is a whole number
+ * of frames and every frame reads as one, its flags word (ep[0]) naming a
+ * kind of frame and its pc, when it has one, lying in its iseq's code.
+ * 0: not found yet; -1: not found in CFP_WORD_TRIES stacks of two frames
+ * or more (no walks). */
+static int cfp_words, cfp_word_tries;
+#define CFP_WORD_TRIES 64
+
+/* The kinds of frame (VM_FRAME_MAGIC_*: method, block, class, top,
+ * cfunc, ifunc, eval, rescue, dummy), as their flags word holds them. */
+static int frame_magic_known(uintptr_t flags)
+{
+	static const unsigned magic[] = { 0x1111, 0x2222, 0x3333, 0x4444,
+					  0x5555, 0x6666, 0x7777, 0x7888,
+					  0x7999 };
+	unsigned i;
+
+	if ((flags & 1) == 0)
+		return 0;
+	for (i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		if (((flags & FRAME_MAGIC_MASK) >> 16) == magic[i])
+			return 1;
+	return 0;
+}
+
+/* Whether the words at @cfp read, by peek, as a control frame. */
+static int frame_reads(uintptr_t cfp)
+{
+	uintptr_t f[CFP_EP + 1], flags, iseq[3];
+	struct iseq_body_head body;
+
+	if (!peek(cfp, f, sizeof(f)) ||
+	    !peek(f[CFP_EP], &flags, sizeof(flags)) || !frame_magic_known(flags))
+		return 0;
+	if (!f[CFP_PC])
+		return 1;
+	return peek(f[CFP_ISEQ], iseq, sizeof(iseq)) &&
+	       (iseq[0] & T_MASK) == T_IMEMO &&
+	       peek(iseq[ISEQ_BODY], &body, sizeof(body)) &&
+	       f[CFP_PC] >= body.iseq_encoded &&
+	       f[CFP_PC] <= body.iseq_encoded + body.iseq_size * 8ul;
+}
+
+static __attribute__((noinline, cold)) int find_cfp_words(const uintptr_t *ec)
+{
+	uintptr_t end = ec[EC_STACK] + ec[EC_STACK_SIZE] * 8, cfp;
+	int words, frames;
+
+	/* a stack of one frame proves nothing (Ruby boots on one) */
+	if (end - ec[EC_CFP] < 2 * (CFP_EP + 6) * 8ul)
+		return 0;
+	for (words = CFP_EP + 2; words <= CFP_EP + 5; words++) {
+		if ((end - ec[EC_CFP]) % (words * 8ul))
+			continue;
+		frames = 0;
+		for (cfp = ec[EC_CFP]; cfp < end; cfp += words * 8ul, frames++)
+			if (!frame_reads(cfp))
+				break;
+		if (cfp == end && frames >= 2)
+			return words;
+	}
+	return ++cfp_word_tries < CFP_WORD_TRIES ? 0 : -1;
+}
+
+static inline uint64_t walk_mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 31);
+}
+
+/* mw_ruby_walk's and mw_ruby_walk_frames' walk: the hash, and with
+ * @collect the Ruby frames' positions. */
+static inline __attribute__((always_inline)) int
+walk(struct mw_ruby_walk *w, int max, int collect)
+{
+	const uintptr_t *ec = (const uintptr_t *)*ec_slot();
+	uintptr_t cfp, end, step;
+	uint64_t h;
+	int counted = 0, words = cfp_words;
+
+	if (!ec || !__atomic_load_n(&frames_known, __ATOMIC_RELAXED))
+		return 0;
+	if (!words)
+		words = cfp_words = find_cfp_words(ec);
+	if (words <= 0)
+		return 0;
+	step = (uintptr_t)words * 8;
+	cfp = ec[EC_CFP];
+	end = ec[EC_STACK] + ec[EC_STACK_SIZE] * 8;
+	if (cfp < ec[EC_STACK] || cfp >= end)
+		return 0;
+	if (max > MW_RUBY_STACK_MAX)
+		max = MW_RUBY_STACK_MAX;
+	/* the JIT's innermost frame: Ruby gives it no line (its last word,
+	 * jit_return; on 3.1 a word that never changes what a stack is) */
+	h = walk_mix(0x9e3779b97f4a7c15ull,
+		     ((const uintptr_t *)cfp)[words - 1] != 0);
+	w->n = 0;
+	/* Ruby counts its Ruby frames and its C methods' up to 2 * max
+	 * (mw_ruby_stack): walk at least as far */
+	for (; counted < 2 * max && cfp + step <= end; cfp += step) {
+		const uintptr_t *f = (const uintptr_t *)cfp;
+
+		if (jit_frames_opaque && f[words - 1])
+			return 0;
+		if (f[CFP_PC]) {
+			if (collect) {
+				w->frame[w->n].pc = f[CFP_PC];
+				w->frame[w->n++].iseq = f[CFP_ISEQ];
+			}
+			h = walk_mix(walk_mix(h, f[CFP_PC]), f[CFP_ISEQ] ^
+				     (uint64_t)mw_code_epoch(f[CFP_PC]) << 48);
+			counted++;
+		} else {
+			const uintptr_t *ep = (const uintptr_t *)f[CFP_EP];
+			uintptr_t magic = ep ? ep[0] & FRAME_MAGIC_MASK : 0;
+
+			h = walk_mix(h, f[CFP_ISEQ] ^ magic);
+			counted += magic == FRAME_MAGIC_CFUNC;
+		}
+	}
+	w->hash = h;
+	return 1;
+}
+
+int mw_ruby_walk(struct mw_ruby_walk *w, int max)
+{
+	return walk(w, max, 0);
+}
+
+int mw_ruby_walk_frames(struct mw_ruby_walk *w, int max)
+{
+	return walk(w, max, 1);
 }
 
 __attribute__((destructor)) static void ruby_exiting(void)

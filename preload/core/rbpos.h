@@ -49,10 +49,11 @@ static inline int mw_ruby_pos(struct mw_ruby_pos *pos)
 }
 
 /* The code buffer (a malloc block of Ruby's) that @pos's pc lies in:
- * sets *code and returns 1, or returns 0 when pc is 0 or not inside the
- * buffer the iseq names.  Context: hook-safe, on the thread that just
- * took @pos, holding the GVL. */
-int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code);
+ * sets *code and *len (its bytes) and returns 1, or returns 0 when pc is
+ * 0 or not inside the buffer the iseq names.  Context: hook-safe, on the
+ * thread that just took @pos (or walked it), holding the GVL. */
+int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code,
+		     uint64_t *len);
 
 /* The source location at @pos, just taken on this thread: sets *path
  * (owned by Ruby, valid until the next GC compaction: copy it) and
@@ -81,6 +82,30 @@ struct mw_ruby_stack {
  * Context: hook-safe, right after mw_ruby_pos returned 1 on this thread
  * (it holds the GVL); never allocates. */
 int mw_ruby_stack(struct mw_ruby_stack *st, int max);
+
+/* --stacks: the calling thread's frames as a key for a cache in front of
+ * mw_ruby_stack, read from Ruby's frames by us (no line computed):
+ * @hash mixes, innermost first, each frame's pc, iseq and code epoch
+ * (codeepoch.h), the kind of each C frame between them, and whether the
+ * innermost runs JIT code, over at least every frame mw_ruby_stack(max)
+ * asks Ruby for; so while the code the pcs lie in lives, equal hashes
+ * are equal stacks.  @frame holds the positions of the Ruby frames
+ * walked, whose code buffers a cached answer depends on (filled by
+ * mw_ruby_walk_frames only). */
+struct mw_ruby_walk {
+	uint64_t hash;
+	int n;
+	struct mw_ruby_pos frame[2 * MW_RUBY_STACK_MAX];
+};
+
+/* Sets @w->hash for the stack mw_ruby_stack(st, @max) would read;
+ * returns 1, or 0 when this Ruby's frames are not known to us (then only
+ * mw_ruby_stack answers).  Context: as mw_ruby_stack. */
+int mw_ruby_walk(struct mw_ruby_walk *w, int max);
+
+/* mw_ruby_walk, also filling @w->frame and @w->n.  Context: as
+ * mw_ruby_stack. */
+int mw_ruby_walk_frames(struct mw_ruby_walk *w, int max);
 
 /* The path and the label (the method's or block's name, NULL when Ruby
  * has none) of a frame just returned by mw_ruby_stack: strings owned by

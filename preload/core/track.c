@@ -2,6 +2,7 @@
 /* track.c - see track.h */
 #define _GNU_SOURCE
 #include "core/track.h"
+#include "core/codeepoch.h"
 #include "core/jit.h"
 #include "core/live.h"
 #include "core/real.h"
@@ -10,6 +11,7 @@
 #include "core/sample.h"
 #include "core/sites.h"
 #include "core/stacks.h"
+#include "core/walkcache.h"
 
 #include <errno.h>
 #include <time.h>
@@ -93,7 +95,8 @@ account_free_slow(const struct mw_live_entry *e)
 
 	if (mw_live_watched(e)) {
 		/* Ruby code whose positions may be remembered is gone */
-		mw_sites_forget_positions();
+		if (mw_code_forget(mw_live_ptr(e), mw_live_size(e)))
+			mw_sites_forget_positions();
 		if (mw_live_site(e) == MW_SITE_CODE) {
 			if (mw_sample_bytes)
 				mw_sample_mark(mw_live_ptr(e), -1);
@@ -157,27 +160,53 @@ account_free(const struct mw_live_entry *e)
 static int watch_code(const struct mw_ruby_pos *pos)
 {
 	uintptr_t code;
+	uint64_t len;
 	int r;
 
-	if (!mw_ruby_pos_code(pos, &code))
+	if (!mw_ruby_pos_code(pos, &code, &len))
 		return 0;
-	r = mw_live_watch(code, MW_SITE_CODE);
+	r = mw_live_watch(code, len, MW_SITE_CODE);
 	if (r == 1 && mw_sample_bytes)
 		mw_sample_mark(code, 1);	/* so that its free looks */
 	return r >= 0;
 }
 
+/* Whether the code buffer of each frame of @w is watched (watch_code),
+ * so that the walk's site may be remembered. */
+static int watch_walk(const struct mw_ruby_walk *w)
+{
+	int i;
+
+	for (i = 0; i < w->n; i++)
+		if (!watch_code(&w->frame[i]))
+			return 0;
+	return 1;
+}
+
 /* --stacks: the site of this thread's Ruby stack, or NULL (then its
- * line's).  Out of line: its frame (the stack's 64 frames) stays off
- * site_of's, which every tracked allocation takes. */
+ * line's): the walk cache's when it knows our frames, else the stack
+ * cache's, from Ruby's frames and lines.  Out of line: its frame (the
+ * stack's frames, twice) stays off site_of's, which every tracked
+ * allocation takes. */
 static __attribute__((noinline)) struct mw_site *stack_site(void)
 {
+	uint32_t code_gen = __atomic_load_n(&mw_pos_generation,
+					    __ATOMIC_ACQUIRE);
+	struct mw_ruby_walk w;
 	struct mw_ruby_stack st;
+	struct mw_site *s;
+	int walked = mw_ruby_walk(&w, (int)mw_track_stacks);
 
+	if (walked && (s = mw_site_for_walk(&w)))
+		return s;
 	if (!mw_ruby_stack(&st, (int)mw_track_stacks))
 		return NULL;
-	return mw_site_for_stack(&st, __atomic_load_n(&mw_ruby_generation,
-						      __ATOMIC_RELAXED));
+	s = mw_site_for_stack(&st, __atomic_load_n(&mw_ruby_generation,
+						   __ATOMIC_RELAXED));
+	if (s && walked && mw_ruby_walk_frames(&w, (int)mw_track_stacks) &&
+	    watch_walk(&w))
+		mw_site_remember_walk(&w, s, code_gen);
+	return s;
 }
 
 /* The site of an allocation: the JIT's when the JIT's own code made it

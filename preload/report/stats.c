@@ -5,6 +5,7 @@
 #include "core/poscache.h"
 #include "core/stacks.h"
 #include "core/track.h"
+#include "core/walkcache.h"
 #include "report/symbolize.h"
 
 #include <string.h>
@@ -52,5 +53,6 @@ void mw_stats_collect(struct mw_stats *st)
 	st->dropped = mw_live_dropped + mw_sites_dropped;
 	st->memory_bytes = mw_live_memory() + mw_sites_memory() +
 			  mw_poscache_memory() + mw_stacks_memory() +
+			  mw_walkcache_memory() +
 			  mw_symbolize_memory();
 }

@@ -105,15 +105,16 @@ static void test_watch(void)
 	mw_live_prefetch(p);		/* before the shard exists: no fault */
 	insert(p, 11, 777);
 	mw_live_prefetch(p);
-	ok(mw_live_watch(p, 99) == 0 && mw_live_count() == count0 + 1,
+	ok(mw_live_watch(p, 4096, 99) == 0 && mw_live_count() == count0 + 1,
 	   "watch of a known block: 0, no new entry");
-	ok(mw_live_watch(p, 99) == 0, "watching twice is harmless");
+	ok(mw_live_watch(p, 4096, 99) == 0, "watching twice is harmless");
 	ok(mw_live_remove(p, &out) == 1 && mw_live_watched(&out) &&
 		   mw_live_size(&out) == 777 && mw_live_site(&out) == 11,
 	   "its removal hands back the watch bit, size and site unchanged");
-	ok(mw_live_watch(q, 99) == 1 && mw_live_count() == count0 + 1,
+	ok(mw_live_watch(q, 4096, 99) == 1 && mw_live_count() == count0 + 1,
 	   "watch of an unknown block makes a marker entry: 1");
-	ok(census(99).n == 1 && census(99).bytes == 0, "the marker: site 99, size 0");
+	ok(census(99).n == 1 && census(99).bytes == 4096,
+	   "the marker: site 99, the size the caller knows");
 	e = mk(q, 12, 64, 1);
 	ok(mw_live_insert(&e, &stale) == 1 && mw_live_watched(&stale) &&
 		   mw_live_site(&stale) == 99,
@@ -317,7 +318,7 @@ static void test_full(void)
 		filled++;
 	}
 	r_full = insert(base + 16 * 5000, 50, 1);
-	r_watch = mw_live_watch(base + 16 * 5001, 51);
+	r_watch = mw_live_watch(base + 16 * 5001, 16, 51);
 	count_full = mw_live_count();
 	r_empty = insert(other, 50, 1);	/* fresh shard: no array at all */
 	r_again = mw_live_remove(base + 16 * 3, &out);
