@@ -538,7 +538,8 @@ static __attribute__((noinline, cold)) int find_cfp_words(const uintptr_t *ec)
 	uintptr_t end = ec[EC_STACK] + ec[EC_STACK_SIZE] * 8, cfp;
 	int words, frames;
 
-	/* a stack of one frame proves nothing (Ruby boots on one) */
+	/* fewer than two frames of the largest size prove nothing (Ruby
+	 * boots on one) */
 	if (end - ec[EC_CFP] < 2 * (CFP_EP + 6) * 8ul)
 		return 0;
 	for (words = CFP_EP + 2; words <= CFP_EP + 5; words++) {
