@@ -566,12 +566,16 @@ static inline uint64_t walk_mix(uint64_t h, uint64_t v)
 static inline __attribute__((always_inline)) int
 walk(struct mw_ruby_walk *w, int max, int collect)
 {
-	const uintptr_t *ec = (const uintptr_t *)*ec_slot();
+	const uintptr_t *ec;
 	uintptr_t cfp, end, step;
 	uint64_t h;
 	int counted = 0, words = cfp_words;
 
-	if (!ec || !__atomic_load_n(&frames_known, __ATOMIC_RELAXED))
+	/* known frames first: only then is the EC's TLS index known too */
+	if (!__atomic_load_n(&frames_known, __ATOMIC_RELAXED))
+		return 0;
+	ec = (const uintptr_t *)*ec_slot();
+	if (!ec)
 		return 0;
 	if (!words)
 		words = cfp_words = find_cfp_words(ec);
