@@ -27,7 +27,8 @@ static inline struct mw_site *mw_site_for_pos(const struct mw_ruby_pos *pos);
 void mw_site_remember_pos(const struct mw_ruby_pos *pos,
 			  const struct mw_site *s);
 
-/* Forgets every remembered position: Ruby code was freed, or frees went
+/* Forgets every remembered position: Ruby code of no known size was
+ * freed (else mw_code_forget does, for its pages), or frees went
  * unseen (not tracking), or the watches are gone (reset).
  * Context: hook-safe. */
 void mw_sites_forget_positions(void);
