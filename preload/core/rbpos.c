@@ -127,6 +127,21 @@ static const uintptr_t *ruby_frame(uintptr_t cfp, uintptr_t end)
 	return NULL;
 }
 
+/* Whether @pc lies in the code of @iseq, an iseq (imemo of type iseq),
+ * every word read by peek. */
+static int pc_in_iseq_peeked(uintptr_t pc, uintptr_t iseq)
+{
+	uintptr_t words[ISEQ_BODY + 1];
+	struct iseq_body_head body;
+
+	return peek(iseq, words, sizeof(words)) &&
+	       (words[0] & T_MASK) == T_IMEMO &&
+	       ((words[0] >> 12) & 15) == IMEMO_ISEQ &&
+	       peek(words[ISEQ_BODY], &body, sizeof(body)) &&
+	       pc >= body.iseq_encoded &&
+	       pc <= body.iseq_encoded + body.iseq_size * 8ul;
+}
+
 /* Whether EC words @ec hold a frame pointer inside their stack, from
  * which the walk finds a Ruby frame whose pc lies in its iseq's code,
  * every word read by peek: 1 yes, 0 no Ruby frame yet (Ruby boots,
@@ -134,8 +149,7 @@ static const uintptr_t *ruby_frame(uintptr_t cfp, uintptr_t end)
 static int frames_check(const uintptr_t *ec)
 {
 	uintptr_t cfp = ec[EC_CFP], end = ec[EC_STACK] + ec[EC_STACK_SIZE] * 8;
-	uintptr_t f[CFP_WORDS], iseq[3];
-	struct iseq_body_head body;
+	uintptr_t f[CFP_WORDS];
 	int n;
 
 	if (!ec[EC_STACK_SIZE] || ec[EC_STACK_SIZE] > (1ul << 28) ||
@@ -150,13 +164,7 @@ static int frames_check(const uintptr_t *ec)
 	}
 	if (n == PROFILE_DEPTH || cfp + sizeof(f) > end)
 		return 0;
-	if (!peek(f[CFP_ISEQ], iseq, sizeof(iseq)) ||
-	    (iseq[0] & T_MASK) != T_IMEMO ||
-	    ((iseq[0] >> 12) & 15) != IMEMO_ISEQ ||
-	    !peek(iseq[ISEQ_BODY], &body, sizeof(body)))
-		return -1;
-	return f[CFP_PC] >= body.iseq_encoded &&
-	       f[CFP_PC] <= body.iseq_encoded + body.iseq_size * 8ul ? 1 : -1;
+	return pc_in_iseq_peeked(f[CFP_PC], f[CFP_ISEQ]) ? 1 : -1;
 }
 
 /* One try at proving the 3.2+ layout, on a Ruby thread holding the GVL
@@ -208,14 +216,19 @@ static void walk_frames(struct mw_ruby_pos *pos, const uintptr_t *ec)
 extern void *__tls_get_addr(struct tls_index *ti);
 static struct tls_index ec_index;
 
+/* What ec_slot gives where the EC's TLS index is not known: no EC. */
+static void *no_ec;
+
 /* The calling thread's &ruby_current_ec: __tls_get_addr once per
- * thread, then remembered in our own (initial-exec) TLS. */
+ * thread, then remembered in our own (initial-exec) TLS; &no_ec when the
+ * index is not known (module 0: __tls_get_addr of it returns garbage). */
 static inline void **ec_slot(void)
 {
 	void **slot = mw_tls.ruby_ec;
 
 	if (__builtin_expect(!slot, 0))
-		mw_tls.ruby_ec = slot = __tls_get_addr(&ec_index);
+		mw_tls.ruby_ec = slot = ec_index.module ?
+					__tls_get_addr(&ec_index) : &no_ec;
 	return slot;
 }
 
@@ -518,19 +531,12 @@ static int frame_magic_known(uintptr_t flags)
 /* Whether the words at @cfp read, by peek, as a control frame. */
 static int frame_reads(uintptr_t cfp)
 {
-	uintptr_t f[CFP_EP + 1], flags, iseq[3];
-	struct iseq_body_head body;
+	uintptr_t f[CFP_EP + 1], flags;
 
 	if (!peek(cfp, f, sizeof(f)) ||
 	    !peek(f[CFP_EP], &flags, sizeof(flags)) || !frame_magic_known(flags))
 		return 0;
-	if (!f[CFP_PC])
-		return 1;
-	return peek(f[CFP_ISEQ], iseq, sizeof(iseq)) &&
-	       (iseq[0] & T_MASK) == T_IMEMO &&
-	       peek(iseq[ISEQ_BODY], &body, sizeof(body)) &&
-	       f[CFP_PC] >= body.iseq_encoded &&
-	       f[CFP_PC] <= body.iseq_encoded + body.iseq_size * 8ul;
+	return !f[CFP_PC] || pc_in_iseq_peeked(f[CFP_PC], f[CFP_ISEQ]);
 }
 
 static __attribute__((noinline, cold)) int find_cfp_words(const uintptr_t *ec)
@@ -571,7 +577,6 @@ walk(struct mw_ruby_walk *w, int max, int collect)
 	uint64_t h;
 	int counted = 0, words = cfp_words;
 
-	/* known frames first: only then is the EC's TLS index known too */
 	if (!__atomic_load_n(&frames_known, __ATOMIC_RELAXED))
 		return 0;
 	ec = (const uintptr_t *)*ec_slot();

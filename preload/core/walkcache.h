@@ -5,8 +5,8 @@
  * lines (a search of each frame's line table: the cost of stacks that
  * grew with the sites, as the tables grew).  Valid while the code the
  * frames' pcs lie in lives: every frame's code buffer is watched before
- * an entry is made, as for the position cache, and the free of one
- * forgets every entry (mw_sites_forget_positions).
+ * an entry is made, as for the position cache, and the free of one bumps
+ * its pages' epochs (codeepoch.h), which the walk's hash holds.
  */
 #ifndef MW_WALKCACHE_H
 #define MW_WALKCACHE_H
@@ -25,7 +25,7 @@ struct mw_site *mw_site_for_walk(const struct mw_ruby_walk *w);
 
 /* Remembers @s for the frames @w.  The caller must have watched the code
  * buffer of each of @w's frames (mw_live_watch), so that its free reaches
- * mw_sites_forget_positions, and read @gen (mw_pos_generation) before.
+ * mw_code_forget, and read @gen (mw_pos_generation) before.
  * Context: as mw_site_for_walk; not a signal handler (mmap). */
 void mw_site_remember_walk(const struct mw_ruby_walk *w,
 			   const struct mw_site *s, uint32_t gen);
