@@ -103,6 +103,25 @@ def test_lines_exact_interpreted(tmp):
     check_exact(*lines_of(tmp, []))
 
 
+def test_frames_read_by_us(tmp):
+    """We read the frames of every Ruby we run on (3.1 through its
+    exported EC; 3.2+ through the EC's TLS index found in
+    rb_profile_frames' code, which on aarch64 from 3.3 calls a getter),
+    so that positions are cached by pc and stacks found by our walk;
+    where not, each allocation asks Ruby for its line, several times the
+    cost.  The dump's header says which."""
+    script = tmp / "frames.rb"
+    script.write_text('def work(i) = "x" * (1000 + i)\n'
+                      "20_000.times { |i| work(i) }\n")
+    p = run([MWRAP, "ruby", str(script)],
+            env={"MWRAP": "dump_fd:2,dump_format:json,dump_min:100000"},
+            timeout=120)
+    assert p.returncode == 0, p.stderr
+    header, _ = parse_json_dump(p.stderr[p.stderr.find("{"):])
+    assert header["ruby"] is True, header
+    assert header["ruby_frames"] == "read", header
+
+
 def check_jit_site(name, sites):
     """The JIT compiler's own memory is its site, by name (what it holds
     varies with the compiler's work: only its presence is asserted)."""

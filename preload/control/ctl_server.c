@@ -8,6 +8,7 @@
 #include "base/safefile.h"
 #include "base/spin.h"
 #include "core/live.h"
+#include "core/rbpos.h"
 #include "core/track.h"
 #include "hook/got.h"
 #include "report/dump.h"
@@ -142,6 +143,8 @@ static void answer_stats(void)
 #undef KV
 	mw_out_str(&o, " age_unit=");
 	mw_out_str(&o, st.age_unit_gc ? "gc_generations" : "ns");
+	mw_out_str(&o, " ruby_frames=");
+	mw_out_str(&o, mw_ruby_frames_how());
 	mw_out_chr(&o, '\n');
 	mw_out_flush(&o);
 }

@@ -640,6 +640,14 @@ __attribute__((destructor)) static void ruby_exiting(void)
 	__atomic_store_n(&vm_gone, 1, __ATOMIC_RELEASE);
 }
 
+const char *mw_ruby_frames_how(void)
+{
+	if (!__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE))
+		return "none";
+	return __atomic_load_n(&frames_known, __ATOMIC_RELAXED) ? "read"
+								 : "asked";
+}
+
 int mw_ruby_thread_has_ec_sigsafe(int need_gvl)
 {
 	void **ec;

@@ -114,6 +114,12 @@ int mw_ruby_walk_frames(struct mw_ruby_walk *w, int max);
 int mw_ruby_frame_names(uintptr_t frame, const char **path,
 			const char **label);
 
+/* How Ruby allocations find their position: "read" (we read Ruby's
+ * frames: positions and stacks are cached by pc), "asked" (Ruby is asked
+ * on every allocation: its frames' layout is not known or not yet
+ * proven), "none" (no Ruby).  Context: any. */
+const char *mw_ruby_frames_how(void);
+
 /* 1 if the calling thread has a Ruby execution context (and holds the
  * GVL when @need_gvl): it may then register a postponed job.
  * Context: async-signal-safe on threads that have run Ruby code (their

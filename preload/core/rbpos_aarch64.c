@@ -17,6 +17,10 @@
  * resolver as the code does: it is the ABI's only way to ask), then the
  * module whose TLS block holds it, which gives __tls_get_addr's index
  * for every thread.
+ *
+ * From 3.3 GET_EC() on aarch64 is a call of rb_current_ec() (a leaf
+ * that returns the variable, not exported), so rb_profile_frames' first
+ * call leads to the sequence.
  */
 #define _GNU_SOURCE
 #include "core/rbpos_arch.h"
@@ -31,6 +35,7 @@ extern void *__tls_get_addr(struct tls_index *ti);
 
 #define SCAN_INSNS 64	/* instructions looked at from the function's start */
 #define IE_WINDOW 16	/* initial-exec: the add within this many of the ldr */
+#define GETTER_INSNS 16	/* a getter's instructions looked at, to its return */
 
 static uint32_t insn_at(const unsigned char *fn, int i)
 {
@@ -101,6 +106,33 @@ static int is_mrs_tp(uint32_t in, unsigned *rt)
 static int is_blr(uint32_t in, unsigned rn)
 {
 	return in == (0xd63f0000u | (rn << 5));
+}
+
+/* BL label: 1 with its target. */
+static int is_bl(uint32_t in, uintptr_t pc, uintptr_t *target)
+{
+	int64_t imm;
+
+	if ((in & 0xfc000000u) != 0x94000000u)
+		return 0;
+	imm = (int64_t)(in & 0x03ffffffu);
+	imm = (imm ^ (1 << 25)) - (1 << 25);	/* 26 bits, signed */
+	*target = pc + (uintptr_t)(imm * 4);
+	return 1;
+}
+
+/* Any call: BL, BLR, or BLRAA / BLRAB / BLRAAZ / BLRABZ. */
+static int is_call(uint32_t in)
+{
+	return (in & 0xfc000000u) == 0x94000000u ||
+	       (in & 0xfffffc1fu) == 0xd63f0000u ||
+	       (in & 0xfefff800u) == 0xd63f0800u;
+}
+
+/* RET, or RETAA / RETAB. */
+static int is_ret(uint32_t in)
+{
+	return in == 0xd65f03c0u || in == 0xd65f0bffu || in == 0xd65f0fffu;
 }
 
 /* Whether @p lies in a loaded object. */
@@ -188,6 +220,53 @@ static int initial_exec_at(const unsigned char *fn, int i, uintptr_t *addr)
 	return 1;
 }
 
+/* A getter of one TLS variable at @fn (as aarch64 Ruby 3.3+'s
+ * rb_current_ec): its TLS sequence, then its return, and no call between
+ * but the descriptor's resolver.  1 with this thread's address of the
+ * variable. */
+static int tls_getter_at(const unsigned char *fn, uintptr_t *addr)
+{
+	int i, seq = -1;
+
+	for (i = 0; i < GETTER_INSNS; i++) {
+		uint32_t in = insn_at(fn, i);
+
+		if (seq < 0 && (tlsdesc_at(fn, i, addr) ||
+				initial_exec_at(fn, i, addr))) {
+			seq = i;
+			continue;
+		}
+		if (is_ret(in))
+			return seq >= 0;
+		if (is_call(in) && !(seq >= 0 && i == seq + 3 &&
+				     is_blr(in, (insn_at(fn, seq + 1)) & 31)))
+			return 0;
+	}
+	return 0;
+}
+
+/* The first TLS variable @fn reads: by a sequence of its own, or through
+ * its first call when that leads to a getter (tls_getter_at).  1 with
+ * this thread's address of it. */
+static int first_tls_read(const unsigned char *fn, uintptr_t *addr)
+{
+	int i, followed = 0;
+
+	for (i = 0; i < SCAN_INSNS; i++) {
+		uintptr_t pc = (uintptr_t)fn + 4 * (uintptr_t)i, callee;
+
+		if (tlsdesc_at(fn, i, addr) || initial_exec_at(fn, i, addr))
+			return 1;
+		if (!followed && is_bl(insn_at(fn, i), pc, &callee)) {
+			followed = 1;
+			if (same_object(fn, (const void *)callee) &&
+			    tls_getter_at((const unsigned char *)callee, addr))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 /* The loaded objects that have TLS: module id and block size. */
 #define MAX_TLS_MODULES 64
 struct tls_modules {
@@ -245,12 +324,8 @@ int mw_rbpos_ec_from_code(const unsigned char *fn, struct tls_index *ti)
 {
 	struct tls_index found;
 	uintptr_t addr = 0;
-	int i;
 
-	for (i = 0; i < SCAN_INSNS; i++)
-		if (tlsdesc_at(fn, i, &addr) || initial_exec_at(fn, i, &addr))
-			break;
-	if (i == SCAN_INSNS || !index_of(addr, &found) ||
+	if (!first_tls_read(fn, &addr) || !index_of(addr, &found) ||
 	    (uintptr_t)__tls_get_addr(&found) != addr)
 		return 0;
 	*ti = found;

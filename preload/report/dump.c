@@ -8,6 +8,7 @@
 #include "base/bheap.h"
 #include "base/fmt.h"
 #include "core/live.h"
+#include "core/rbpos.h"
 #include "mwrap.h"
 #include "core/sample.h"
 #include "core/stacks.h"
@@ -125,6 +126,9 @@ static void header_json(struct mw_out *o, bool with_malloc)
 	mw_out_json_u64(o, "sample_bytes", mw_sample_bytes);
 	/* a process without Ruby has only native sites: the report says so */
 	mw_out_str(o, mw_ruby_present ? ",\"ruby\":true" : ",\"ruby\":false");
+	mw_out_str(o, ",\"ruby_frames\":\"");
+	mw_out_str(o, mw_ruby_frames_how());
+	mw_out_chr(o, '"');
 	if (mw_stack_sample_bytes)
 		mw_out_json_u64(o, "stack_sample_bytes", mw_stack_sample_bytes);
 	mw_out_json_u64(o, "unknown_frees", st.unknown_frees);

@@ -30,9 +30,10 @@ static void *in_thread(void *arg)
 	return NULL;
 }
 
-/* @want: whether this CPU's decoder knows the library's sequence */
-static void try_lib(const char *dir, const char *name, int want,
-		    const char *what)
+/* @want: whether this CPU's decoder knows the library's sequence, read
+ * from its function @fn */
+static void try_fn(const char *dir, const char *name, const char *fn,
+		   int want, const char *what)
 {
 	char path[PATH_MAX];
 	struct lib l = { 0 };
@@ -46,7 +47,7 @@ static void try_lib(const char *dir, const char *name, int want,
 		ok(0, "dlopen %s: %s", path, dlerror());
 		return;
 	}
-	*(void **)&l.read = dlsym(h, "ec_read");
+	*(void **)&l.read = dlsym(h, fn);
 	*(void **)&l.where = dlsym(h, "ec_where");
 	found = mw_rbpos_ec_from_code((const unsigned char *)l.read, &l.ti);
 	ok(found == want, "%s: %s", what, want ? "found" : "not decoded");
@@ -69,13 +70,21 @@ int main(int argc, char **argv)
 	(void)argc;
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - argv[0]) : 1,
 		 slash ? argv[0] : ".");
-	try_lib(dir, "libectls.so", 1,
-		"-fPIC (x86-64: general dynamic; aarch64: TLS descriptor)");
+	try_fn(dir, "libectls.so", "ec_read", 1,
+	       "-fPIC (x86-64: general dynamic; aarch64: TLS descriptor)");
 #if defined(__aarch64__)
-	try_lib(dir, "libectls-ie.so", 1, "-ftls-model=initial-exec");
+	try_fn(dir, "libectls-ie.so", "ec_read", 1,
+	       "-ftls-model=initial-exec");
+	try_fn(dir, "libectls.so", "ec_read_by_call", 1,
+	       "through its first call, a getter (Ruby 3.3+'s GET_EC())");
+	try_fn(dir, "libectls-ie.so", "ec_read_by_call", 1,
+	       "initial-exec, through its first call, a getter");
+	try_fn(dir, "libectls.so", "ec_read_by_other_call", 0,
+	       "its first call leads to no getter (a call before the read)");
 #else
-	try_lib(dir, "libectls-ie.so", 0,
-		"-ftls-model=initial-exec (decoded on aarch64 only)");
+	/* (x86-64 Ruby reads the EC inline: no call is followed) */
+	try_fn(dir, "libectls-ie.so", "ec_read", 0,
+	       "-ftls-model=initial-exec (decoded on aarch64 only)");
 #endif
 	{
 		struct tls_index ti = { 7, 7 };
