@@ -238,8 +238,9 @@ static int tls_getter_at(const unsigned char *fn, uintptr_t *addr)
 		}
 		if (is_ret(in))
 			return seq >= 0;
+		/* a call, unless the descriptor's: blr of what its ldr loaded */
 		if (is_call(in) && !(seq >= 0 && i == seq + 3 &&
-				     is_blr(in, (insn_at(fn, seq + 1)) & 31)))
+				     is_blr(in, insn_at(fn, seq + 1) & 31)))
 			return 0;
 	}
 	return 0;
