@@ -222,26 +222,25 @@ static int initial_exec_at(const unsigned char *fn, int i, uintptr_t *addr)
 
 /* A getter of one TLS variable at @fn (as aarch64 Ruby 3.3+'s
  * rb_current_ec): its TLS sequence, then its return, and no call between
- * but the descriptor's resolver.  1 with this thread's address of the
- * variable. */
+ * (the descriptor's own blr is part of its sequence, stepped over).  1
+ * with this thread's address of the variable. */
 static int tls_getter_at(const unsigned char *fn, uintptr_t *addr)
 {
-	int i, seq = -1;
+	int i, found = 0;
 
 	for (i = 0; i < GETTER_INSNS; i++) {
 		uint32_t in = insn_at(fn, i);
 
-		if (seq < 0 && (tlsdesc_at(fn, i, addr) ||
-				initial_exec_at(fn, i, addr))) {
-			seq = i;
-			continue;
-		}
-		if (is_ret(in))
-			return seq >= 0;
-		/* a call, unless the descriptor's: blr of what its ldr loaded */
-		if (is_call(in) && !(seq >= 0 && i == seq + 3 &&
-				     is_blr(in, insn_at(fn, seq + 1) & 31)))
+		if (!found && tlsdesc_at(fn, i, addr)) {
+			found = 1;
+			i += 3;		/* adrp, ldr, add, blr */
+		} else if (!found && initial_exec_at(fn, i, addr)) {
+			found = 1;
+		} else if (is_ret(in)) {
+			return found;
+		} else if (is_call(in)) {
 			return 0;
+		}
 	}
 	return 0;
 }
