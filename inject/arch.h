@@ -67,6 +67,18 @@ extern const int mwi_arch_settle_skips;
  * (x86-64: "mov $15, %rax" before the syscall). */
 extern const int mwi_arch_guarded_keeps_result;
 
+/* The gdb backend's guard (gdb/attach.py): code for
+ * long guard(fn, a0, a1, area) that saves the thread's whole extended
+ * state in @area, calls fn(a0, a1) and restores the state before it
+ * returns fn's result.  gdb 13 writes that state back where Intel's CPUs
+ * keep it, not where CPUID leaf 0xd says (AMD's Zen 4 has AVX-512 256
+ * bytes lower): a call made through the guard, with only the general
+ * registers written by gdb, never needs it written.  *@code gets the
+ * code, *@area the bytes its save area takes (64-byte aligned, zeroed);
+ * returns the code's length, 0 where gdb's own calls restore everything.
+ * Context: the injector, on the target's machine. */
+size_t mwi_arch_gdb_guard(const unsigned char **code, size_t *area);
+
 /* Where else the target has mwi_arch_sigreturn_code when its libc has
  * none (aarch64: the vdso).  0, or -ENOENT.  Context: the injector. */
 int mwi_arch_sigreturn_extra(pid_t pid, uintptr_t *addr);

@@ -8,6 +8,7 @@
 #include "ptrace.h"
 #include "sigframe_x86_64.h"
 
+#include <cpuid.h>
 #include <elf.h>
 #include <errno.h>
 #include <linux/audit.h>
@@ -27,6 +28,46 @@ const unsigned char mwi_arch_sigreturn_code[] = {
 	0x0f, 0x05,					/* syscall */
 };
 const size_t mwi_arch_sigreturn_len = sizeof(mwi_arch_sigreturn_code);
+
+/* guard(fn, a0, a1, area): the state saved with xsave64 (every component
+ * XCR0 enables) or, without XSAVE, fxsave64: the two differ only in the
+ * ModRM bytes at 0x14 and 0x30. */
+static unsigned char guard_code[] = {
+	0x53,				/* push %rbx */
+	0x48, 0x89, 0xcb,		/* mov %rcx, %rbx: the area */
+	0x49, 0x89, 0xd0,		/* mov %rdx, %r8 */
+	0xb8, 0xff, 0xff, 0xff, 0xff,	/* mov $-1, %eax: every component */
+	0xba, 0xff, 0xff, 0xff, 0xff,	/* mov $-1, %edx */
+	0x48, 0x0f, 0xae, 0x23,		/* xsave64 (%rbx) */
+	0x48, 0x89, 0xf8,		/* mov %rdi, %rax */
+	0x48, 0x89, 0xf7,		/* mov %rsi, %rdi */
+	0x4c, 0x89, 0xc6,		/* mov %r8, %rsi */
+	0xff, 0xd0,			/* call *%rax */
+	0x49, 0x89, 0xc0,		/* mov %rax, %r8 */
+	0xb8, 0xff, 0xff, 0xff, 0xff,	/* mov $-1, %eax */
+	0xba, 0xff, 0xff, 0xff, 0xff,	/* mov $-1, %edx */
+	0x48, 0x0f, 0xae, 0x2b,		/* xrstor64 (%rbx) */
+	0x4c, 0x89, 0xc0,		/* mov %r8, %rax */
+	0x5b,				/* pop %rbx */
+	0xc3,				/* ret */
+};
+
+size_t mwi_arch_gdb_guard(const unsigned char **code, size_t *area)
+{
+	unsigned int a, b, c, d;
+
+	__cpuid(1, a, b, c, d);
+	if (c & bit_OSXSAVE) {
+		__cpuid_count(0xd, 0, a, b, c, d);
+		*area = b;	/* the size XCR0's components take */
+	} else {
+		guard_code[0x14] = 0x03;	/* fxsave64 (%rbx) */
+		guard_code[0x30] = 0x0b;	/* fxrstor64 (%rbx) */
+		*area = 512;
+	}
+	*code = guard_code;
+	return sizeof(guard_code);
+}
 
 int mwi_arch_get_regs(pid_t tid, mwi_regs *r)
 {

@@ -2,6 +2,7 @@
 /* gdb.c - see gdb.h */
 #define _GNU_SOURCE
 #include "gdb.h"
+#include "arch.h"
 #include "exitcodes.h"
 #include "syscalls.h"
 
@@ -39,7 +40,9 @@ static const char script_head[] =
 "FN = \"%s\"\n"
 "ARG = \"%s\"\n"
 "SAFE = {%s}\n"
-"UNSAFE = [%s]\n";
+"UNSAFE = [%s]\n"
+"GUARD = bytes.fromhex('%s')\n"
+"AREA = %zu\n";
 
 /* The strings go into Python and C literals: keep them plain. */
 static int plain(const char *s)
@@ -72,6 +75,9 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, uintptr_t dlerror_slot,
 {
 	char leaf[MWI_MAX_LEAF * 20 + 1] = "", safe[256] = "";
 	char unsafe[MWI_MAX_RANGES * 44 + 1] = "";
+	char guard[2 * 256 + 1] = "";
+	const unsigned char *code;
+	size_t area, ncode = mwi_arch_gdb_guard(&code, &area);
 	char script[] = "/tmp/mwrap-inject.XXXXXX", pidbuf[16];
 	int fd, pipefd[2], status, late = 0, err;
 	size_t len = 0;
@@ -93,9 +99,11 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, uintptr_t dlerror_slot,
 			 strlen(unsafe), "%s(%lu, %lu)", i ? ", " : "",
 			 (unsigned long)m->unsafe_lo[i],
 			 (unsigned long)m->unsafe_hi[i]);
+	for (size_t i = 0; i < ncode && 2 * i + 2 < sizeof(guard); i++)
+		snprintf(guard + 2 * i, 3, "%02x", code[i]);
 	fprintf(f, script_head, (int)pid, (unsigned long)m->libc_lo,
 		(unsigned long)m->libc_hi, leaf, (unsigned long)dlerror_slot,
-		lib, fn, arg, safe, unsafe);
+		lib, fn, arg, safe, unsafe, guard, area);
 	fputs(mwi_gdb_attach_py, f);
 	fputs("end\n", f);
 	fclose(f);

@@ -3,11 +3,13 @@
  *
  * A gdb that calls into a running thread must give it back every
  * register it had, the extended state included.  Debian 12's gdb 13.1
- * places the AVX-512 components where Intel's CPUs have them, which is
- * not where every CPU has them (CPUID leaf 0xd says where): a thread in
- * an EVEX memcpy (which keeps its data in ymm16-31) then copies garbage.
- * mwrap-attach proves the gdb at hand on this victim before it lets gdb
- * touch a target (scripts/lib/mwrap_attach/gdb_check.rb).
+ * writes the AVX-512 components back where Intel's CPUs have them, which
+ * is not where every CPU has them (CPUID leaf 0xd says where): a thread
+ * in an EVEX memcpy (which keeps its data in zmm16-31) then copied
+ * zeros, until the gdb backend stopped letting gdb restore that state
+ * (gdb/attach.py).  mwrap-attach proves the gdb at hand, driven as an
+ * attach drives it, on this victim before it lets gdb touch a target
+ * (scripts/lib/mwrap_attach/gdb_check.rb).
  */
 #ifndef MWI_VECVICTIM_H
 #define MWI_VECVICTIM_H

@@ -10,6 +10,8 @@
 #   LIB, FN, ARG    the call: dlopen(LIB), then int FN(const char *ARG)
 #   SAFE    blocking syscalls that hold no lock (syscalls.c)
 #   UNSAFE  [(lo, hi)]: code of libc, the loader and our libraries
+#   GUARD   arch.h's gdb guard (x86-64), or empty: gdb's own calls
+#   AREA    the bytes the guard's save area takes
 # It prints MW_* markers that gdb.c reads; it never waits: with no
 # thread at a safe point it detaches at once and gdb.c tries again.
 import os
@@ -113,18 +115,178 @@ def dlerror_message():
         return '?'
 
 
-def call():
-    h = gdb.parse_and_eval('(void*)dlopen("%s", 4098)' % LIB)
-    print('MW_HANDLE=%#x' % int(h))
-    if int(h) == 0:
-        print('MW_ERR=%s' % dlerror_message())
-        return
-    s = gdb.parse_and_eval('(void*)dlsym((void*)%d, "%s")' % (int(h), FN))
-    if int(s) == 0:
-        print('MW_NOSYM=1')
-        return
-    r = gdb.parse_and_eval('((int(*)(const char*))%d)("%s")' % (int(s), ARG))
-    print('MW_RESULT=%d' % int(r))
+def reg(name):
+    v = gdb.parse_and_eval('$%s' % name)
+    return int(v) if v.type.code == gdb.TYPE_CODE_FLAGS else \
+        int(v.cast(gdb.lookup_type('long')))
+
+
+def set_reg(name, value):
+    gdb.execute('set $%s = %d' % (name, value), to_string=True)
+
+
+def write(addr, b):
+    gdb.selected_inferior().write_memory(addr, b)
+
+
+def fn_addr(name):
+    return int(gdb.parse_and_eval('(long)%s' % name))
+
+
+def auxv(key):
+    with open('/proc/%d/auxv' % PID, 'rb') as f:
+        a = f.read()
+    for i in range(0, len(a) - 15, 16):
+        if le(a[i:i + 8]) == key:
+            return le(a[i + 8:i + 16])
+    return 0
+
+
+class CallFailed(Exception):
+    pass
+
+
+class GdbCalls:
+    """The calls an attach makes, as gdb makes them: aarch64, where they
+    put every register back."""
+
+    def dlopen(self, lib):
+        return int(gdb.parse_and_eval('(void*)dlopen("%s", 4098)' % lib))
+
+    def dlsym(self, h, name):
+        return int(gdb.parse_and_eval('(void*)dlsym((void*)%d, "%s")' %
+                                      (h, name)))
+
+    def fn(self, addr, arg):
+        return int(gdb.parse_and_eval('((int(*)(const char*))%d)("%s")' %
+                                      (addr, arg)))
+
+    def open(self):
+        pass
+
+    def close(self):
+        pass
+
+
+class GuardedCalls:
+    """x86-64: the calls made as the native backend makes them.  gdb's
+    inferior calls end by writing the extended state back where Intel's
+    CPUs keep it (gdb 13), which zeroes zmm16-19 of a thread in an EVEX
+    memcpy where the CPU keeps it elsewhere (AMD's Zen 4).  Here gdb
+    writes only memory and the general registers: each call goes through
+    GUARD, which saves and restores the extended state in the target
+    itself, in a mapping of ours (code, strings, save area), and returns
+    to a breakpoint at the program's entry; close() unmaps it and puts
+    the registers back.
+    Registers are read and written in the newest frame (another may be
+    selected, and its registers are saved slots on the stack), and the
+    pc is set by jump: where the thread stopped in inlined code, frame 0
+    is an inline frame and `set $rip` there does not reach the thread."""
+
+    GPRS = ('rax', 'rbx', 'rcx', 'rdx', 'rsi', 'rdi', 'rbp', 'rsp', 'r8',
+            'r9', 'r10', 'r11', 'r12', 'r13', 'r14', 'r15', 'eflags')
+    ARGS = ('rdi', 'rsi', 'rdx', 'rcx', 'r8', 'r9')
+    PAGE = 4096
+
+    def __init__(self, thread):
+        self.thread = thread
+        self.frame0()
+        self.saved = [(r, reg(r)) for r in self.GPRS]
+        self.pc, self.orig_rax = reg('rip'), reg('orig_rax')
+        self.sp = (reg('rsp') - 256) & ~15      # below the red zone
+        self.eflags = reg('eflags') & ~0x500    # no TF, no DF
+        self.len = self.PAGE + -(-AREA // self.PAGE) * self.PAGE
+        self.bp = self.page = None
+
+    def frame0(self):
+        self.thread.switch()
+        gdb.newest_frame().select()
+
+    def open(self):
+        self.ret = auxv(9)      # AT_ENTRY: _start, never run again
+        self.bp = gdb.Breakpoint('*%d' % self.ret, internal=True)
+        page = self.plain(fn_addr('mmap'), 0, self.len, 3, 0x22, -1, 0)
+        if page % (1 << 64) > (1 << 64) - 4096:
+            raise CallFailed('mmap in the target: errno %d' % -page)
+        self.page = page
+        write(page, GUARD)
+        self.strings = page + len(GUARD)
+        if self.plain(fn_addr('mprotect'), page, self.PAGE, 5):
+            raise CallFailed('mprotect in the target failed')
+
+    def plain(self, fn, *args):
+        """fn(args), returning to the breakpoint; orig_rax -1 and rax 0:
+        no syscall restart onto our pc"""
+        self.frame0()
+        write(self.sp - 8, self.ret.to_bytes(8, 'little'))
+        for r, v in zip(self.ARGS, args):
+            set_reg(r, v)
+        for r, v in (('rsp', self.sp - 8), ('rax', 0),
+                     ('eflags', self.eflags), ('orig_rax', -1)):
+            set_reg(r, v)
+        gdb.execute('jump *%d' % fn, to_string=True)
+        t = gdb.selected_thread()
+        if t is None or t.ptid != self.thread.ptid or reg('rip') != self.ret:
+            raise CallFailed('the call stopped at %#x in thread %d' %
+                             (reg('rip') % (1 << 64), t.ptid[1] if t else 0))
+        return reg('rax')
+
+    def string(self, s):
+        b = s.encode() + b'\0'
+        at = self.strings
+        write(at, b)
+        self.strings += len(b)
+        return at
+
+    def guarded(self, fn, a0, a1=0):
+        return self.plain(self.page, fn, a0, a1, self.page + self.PAGE)
+
+    def dlopen(self, lib):
+        return self.guarded(fn_addr('dlopen'), self.string(lib), 4098)
+
+    def dlsym(self, h, name):
+        return self.guarded(fn_addr('dlsym'), h, self.string(name))
+
+    def fn(self, addr, arg):
+        r = self.guarded(addr, self.string(arg)) % (1 << 32)
+        return r - (1 << 32) if r >= (1 << 31) else r
+
+    def close(self):
+        """Everything put back, also after a failed call (a fault in
+        another thread is not passed on by us: it recurs after we have
+        detached)"""
+        try:
+            if self.page is not None:
+                self.plain(fn_addr('munmap'), self.page, self.len)
+        finally:
+            gdb.execute('handle SIGSEGV SIGBUS SIGILL SIGFPE nopass',
+                        to_string=True)
+            self.frame0()
+            for r, v in self.saved:
+                set_reg(r, v)
+            # orig_rax last: writing the pc may reset it
+            set_reg('rip', self.pc)
+            set_reg('orig_rax', self.orig_rax)
+            if self.bp is not None:
+                self.bp.delete()
+
+
+def call(thread):
+    c = GuardedCalls(thread) if GUARD else GdbCalls()
+    try:
+        c.open()
+        h = c.dlopen(LIB)
+        print('MW_HANDLE=%#x' % (h % (1 << 64)))
+        if h == 0:
+            print('MW_ERR=%s' % dlerror_message())
+            return
+        s = c.dlsym(h, FN)
+        if s == 0:
+            print('MW_NOSYM=1')
+            return
+        print('MW_RESULT=%d' % c.fn(s, ARG))
+    finally:
+        c.close()
 
 
 gdb.execute('sharedlibrary libc.so', to_string=True)
@@ -154,5 +316,8 @@ if chosen is None:
 else:
     chosen.switch()
     print('MW_THREAD=%d' % chosen.ptid[1])
-    call()
+    try:
+        call(chosen)
+    except CallFailed as e:
+        print('MW_CALLFAILED=%s' % e)
 gdb.execute('detach')

@@ -33,9 +33,10 @@ exit $rc
 
 
 # a gdb that leaves a register of the thread it called into changed, as
-# Debian 12's gdb 13.1 does to the AVX-512 state on a CPU that lays it out
-# unlike Intel's (the thread it interrupted in an EVEX memcpy copied
-# garbage): it passes the blocked-thread probe, not the vector one
+# Debian 12's gdb 13.1's own inferior calls did to the AVX-512 state on a
+# CPU that lays it out unlike Intel's (the thread it interrupted in an
+# EVEX memcpy copied zeros): it passes the blocked-thread probe, not the
+# vector one
 DAMAGING_GDB = """#!/bin/sh
 {gdb} "$@"
 rc=$?

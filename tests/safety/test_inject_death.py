@@ -76,6 +76,14 @@ def has_lib(pid):
         return "libmwrap" in f.read()
 
 
+def anon_exec(pid):
+    """Anonymous executable mappings: the gdb backend's guard page, if it
+    were left behind"""
+    with open(f"/proc/{pid}/maps") as f:
+        return [l for l in f if l.split()[1][2] == "x" and
+                len(l.split()) == 5]
+
+
 def untraced_within(pid, seconds):
     deadline = time.monotonic() + seconds
     while tracer_of(pid) and time.monotonic() < deadline:
@@ -134,6 +142,7 @@ def test_busy_in_memcpy_attaches(spawn, kind, backend, n):
     assert p.stdout.startswith("result=")
     assert has_lib(t.pid)
     assert tracer_of(t.pid) == 0
+    assert anon_exec(t.pid) == []
     end_target(t, want)
 
 

@@ -18,8 +18,7 @@ module MwrapAttach
 
       fail!(EXIT[:no_gdb], "this gdb cannot restore the processes it calls into here: #{problem}",
             "use the native backend (--backend=ptrace), or gdb 14 or later " \
-            "(Debian 12's gdb 13.1 loses a thread's extended state on CPUs with AMX, " \
-            "and misplaces AVX-512 state where the CPU lays it out unlike Intel's)")
+            "(Debian 12's gdb 13.1 loses a thread's extended state on CPUs with AMX)")
     end
 
     # The two probes: a thread blocked in a system call, and one running
@@ -29,11 +28,13 @@ module MwrapAttach
     end
 
     # gdb calls into a thread of mwrap-inject --vector-victim while it
-    # runs with known values in every vector register the CPU has (zmm0-31
-    # and k1-k7 with AVX-512): they must be intact after.  Debian 12's
-    # gdb 13.1 writes the AVX-512 state back at Intel's offsets, and a
-    # thread in an EVEX memcpy (data in ymm16-31) of a CPU that lays it
-    # out otherwise copies garbage.  nil when it passed.
+    # runs with known values in its vector registers (with AVX-512 as an
+    # EVEX memcpy holds them: zmm16-31, ymm0-15, k1-k7): they must be
+    # intact after.  Debian 12's gdb 13.1 writes the AVX-512 state back at
+    # Intel's offsets after its own inferior calls, which the gdb backend
+    # no longer makes on x86-64 (inject/gdb/attach.py); the probe checks
+    # that the calls as an attach makes them keep every register.  nil
+    # when it passed.
     def self.vector_fault(injector, timeout)
       with_victim([injector, "--vector-victim"]) do |pid, w_in, r_out, reap|
         ready = IO.select([r_out], nil, nil, 10) && r_out.gets
