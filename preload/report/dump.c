@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "report/dump.h"
 #include "report/allocator.h"
+#include "report/held.h"
 #include "report/stats.h"
 #include "report/symbolize.h"
 #include "base/bheap.h"
@@ -111,8 +112,10 @@ void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live, bool with_ma
 
 /* @with_malloc false: without malloc's view (a window's --top samples,
  * twice a second: mallinfo2 walks every arena's bins under its lock,
- * ~2 ms in a Puma worker, and stalls its threads' mallocs meanwhile). */
-static void header_json(struct mw_out *o, bool with_malloc)
+ * ~2 ms in a Puma worker, and stalls its threads' mallocs meanwhile).
+ * @held: the sites carry held_bytes, counted against this GC count. */
+static void header_json(struct mw_out *o, bool with_malloc,
+			const struct mw_held *held)
 {
 	struct mw_stats st;
 
@@ -135,6 +138,8 @@ static void header_json(struct mw_out *o, bool with_malloc)
 	mw_out_json_u64(o, "unknown_freed_bytes", mw_live_unknown_bytes());
 	mw_out_str(o, ",\"net_change_bytes\":");
 	mw_out_i64(o, net_change(&st));
+	if (held)
+		mw_out_json_u64(o, "held_gc_count", held->generation);
 	mw_out_str(o, "}\n");
 }
 
@@ -171,7 +176,7 @@ static void stack_json(struct mw_out *o, const char *t, size_t len)
 
 static void site_json(struct mw_out *o, const struct mw_site *s,
 		      const char *name, const struct mw_counts *c,
-		      const struct mw_scan *scan)
+		      const struct mw_scan *scan, const struct mw_held *held)
 {
 	mw_out_str(o, mw_site_is_stack_record(s) ? "{\"type\":\"stack\",\"location\":"
 					 : "{\"type\":\"site\",\"location\":");
@@ -184,6 +189,13 @@ static void site_json(struct mw_out *o, const struct mw_site *s,
 	mw_out_json_u64(o, "live_count", mw_sub0(c->allocations, c->frees));
 	mw_out_json_u64(o, "age_total", c->age_total);
 	mw_out_json_u64(o, "max_lifespan", c->max_lifespan);
+	if (held) {
+		/* never above live: counts are read while they move */
+		uint64_t live = mw_sub0(c->total, c->freed_bytes);
+		uint64_t h = s->id < held->nsites ? held->bytes[s->id] : 0;
+
+		mw_out_json_u64(o, "held_bytes", h < live ? h : live);
+	}
 	if (s->stack)
 		stack_json(o, s->stack, s->stacklen);
 	if (scan) {
@@ -199,7 +211,8 @@ static void site_json(struct mw_out *o, const struct mw_site *s,
 }
 
 static void write_site(struct mw_out *o, const struct mw_dump_req *req,
-		       const struct mw_site *s, uint32_t pass)
+		       const struct mw_site *s, uint32_t pass,
+		       const struct mw_held *held)
 {
 	char name[4096];
 	struct mw_counts c;
@@ -210,7 +223,7 @@ static void write_site(struct mw_out *o, const struct mw_dump_req *req,
 		return;
 	mw_site_name_pass(s, name, sizeof(name), pass);
 	if (req->format == MW_FORMAT_JSON) {
-		site_json(o, s, name, &c, req->scan);
+		site_json(o, s, name, &c, req->scan, held);
 	} else {
 		mw_out_u64(o, c.total, 16);
 		mw_out_chr(o, ' ');
@@ -269,20 +282,25 @@ static int write_top(struct mw_out *o, const struct mw_dump_req *req,
 	/* a min-heap sorts descending */
 	mw_bheap_sort(h, sizeof(*h), n, holds_less);
 	for (id = 0; id < n; id++)
-		write_site(o, req, mw_site_get(h[id].id), pass);
+		write_site(o, req, mw_site_get(h[id].id), pass, NULL);
 	munmap(h, cap * sizeof(*h) + 1);
 	return 0;
 }
 
 int mw_dump_req(int fd, const struct mw_dump_req *req)
 {
+	struct mw_held held, *hp = NULL;
 	struct mw_out o;
 	uint32_t id, n = mw_sites_count(), pass = mw_symbolize_pass();
 	int ret = 0, flushed;
 
+	/* a whole table's JSON splits live bytes into held and in flight */
+	if (req->format == MW_FORMAT_JSON && !req->top &&
+	    mw_held_take(&held) == 0)
+		hp = &held;
 	mw_out_init(&o, fd);
 	if (req->format == MW_FORMAT_JSON) {
-		header_json(&o, !req->top);
+		header_json(&o, !req->top, hp);
 		if (req->scan)
 			scan_header_json(&o, req->scan);
 	} else {
@@ -297,7 +315,7 @@ int mw_dump_req(int fd, const struct mw_dump_req *req)
 			const struct mw_site *s = mw_site_get(id);
 
 			if (s)
-				write_site(&o, req, s, pass);
+				write_site(&o, req, s, pass, hp);
 			if (req->progress && !(id & 4095) &&
 			    mw_monotonic_ns() >= next) {
 				req->progress(id, n, req->progress_arg);
@@ -309,6 +327,8 @@ int mw_dump_req(int fd, const struct mw_dump_req *req)
 	if (req->format == MW_FORMAT_JSON)
 		mw_symbolize_mappings_json(&o, pass);
 	flushed = mw_out_flush(&o);
+	if (hp)
+		mw_held_free(hp);
 	return flushed ? flushed : ret;
 }
 

@@ -64,7 +64,7 @@ module MwrapReport
       allocations: obj["allocations"].to_i, frees: obj["frees"]&.to_i,
       freed: obj["freed_bytes"]&.to_i, live: obj["live_bytes"]&.to_i,
       live_count: obj["live_count"]&.to_i, age_total: obj["age_total"]&.to_i,
-      max_lifespan: obj["max_lifespan"]&.to_i,
+      max_lifespan: obj["max_lifespan"]&.to_i, held: obj["held_bytes"]&.to_i,
       scanned: obj["scanned_bytes"]&.to_i, unref: obj["unreferenced_bytes"]&.to_i,
       unref_count: obj["unreferenced_count"]&.to_i,
       stack: obj["stack"].is_a?(Array) ? obj["stack"].map(&:to_s) : nil,
@@ -516,7 +516,7 @@ module MwrapReport
     { "type" => type, "location" => s[:location], "total_bytes" => s[:total],
       "allocations" => s[:allocations], "frees" => s[:frees], "freed_bytes" => s[:freed],
       "live_bytes" => s[:live], "live_count" => s[:live_count],
-      "age_total" => s[:age_total], "max_lifespan" => s[:max_lifespan],
+      "age_total" => s[:age_total], "max_lifespan" => s[:max_lifespan], "held_bytes" => s[:held],
       "scanned_bytes" => s[:scanned], "unreferenced_bytes" => s[:unref],
       "unreferenced_count" => s[:unref_count],
       "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state],
@@ -525,7 +525,7 @@ module MwrapReport
       "callers" => s[:callers]&.map { |loc, sh| { "location" => loc, "share" => sh.round(4) } } }.compact
   end
 
-  SUMMED = %i[total allocations frees freed live live_count age_total scanned unref unref_count].freeze
+  SUMMED = %i[total allocations frees freed live live_count age_total held scanned unref unref_count].freeze
 
   # Records summed by KEY (a block of a record): a site's location, a
   # stack's frames; max_lifespan is the largest.

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* held.h - what the process holds: per site, the live bytes of blocks
+ * that have lived through at least one GC since they were made.
+ *
+ * Under Ruby most live bytes of a busy process are in flight: strings
+ * and buffers of requests under way, garbage no GC has looked at yet.
+ * A block that has lived through a GC was still referenced when the GC
+ * marked (or is held by a C extension that never frees it): what a leak
+ * and a cache are made of.  The live table knows each block's birth in
+ * GC generations, so one walk of it splits every site's live bytes into
+ * held and in flight, scaled as the site's counts are (sampling,
+ * sampled stacks).
+ */
+#ifndef MW_HELD_H
+#define MW_HELD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mw_held {
+	uint64_t *bytes;	/* indexed by site id; mmap'd */
+	uint32_t nsites;
+	size_t len;		/* bytes mapped for @bytes */
+	uint64_t generation;	/* the GC count the walk compared with */
+};
+
+/* Walks the live table once.  Returns 0 with @held filled (free it with
+ * mw_held_free), -ENOTSUP where ages are not counted in GCs (no Ruby),
+ * or -ENOMEM, with nothing to free.
+ * Context: not a hook; the helper thread or an exiting thread (mmap, no
+ * malloc).  Blocks freed or made meanwhile may be missed or counted. */
+int mw_held_take(struct mw_held *held);
+
+void mw_held_free(struct mw_held *held);
+
+#endif
