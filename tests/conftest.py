@@ -575,6 +575,25 @@ def fiddle_leak():
     return text, next(i for i, l in enumerate(text.splitlines(), 1) if "Fiddle.malloc" in l)
 
 
+def site_rows(lines):
+    """The rows of a text report's site table (innermost lines): the
+    lines after its column header; the application table above it names
+    the same locations with other columns."""
+    for i, line in enumerate(lines):
+        if "total_bytes" in line and line.rstrip().endswith("location"):
+            return lines[i + 1:]
+    return []
+
+
+def site_value(lines, location, column):
+    """COLUMN (a header's name, one of those before growth and location)
+    of LOCATION's row in a text report's site table, as an int."""
+    rows = site_rows(lines)
+    header = lines[len(lines) - len(rows) - 1].split()
+    row = next(l for l in rows if l.endswith(location))
+    return int(row.split()[header.index(column)])
+
+
 def sections(text):
     """'=== title ===' sections of a multi-process report."""
     out, name = {}, None

@@ -96,7 +96,7 @@ def test_a_report_that_cannot_be_written_goes_to_stdout(spawn):
     p = attach(["-p", str(t.pid), "-d", "0.5", "-o", "/dev/full"])
     assert p.returncode == IO_EXIT, p.stderr
     assert p.stdout.startswith("mwrap report: pid ")
-    assert "sites ranked by live bytes" in p.stdout
+    assert "ranked by live bytes" in p.stdout
     assert p.stderr.endswith("mwrap-attach: cannot write /dev/full: No space left on device\n"
                              "mwrap-attach: the report is on stdout instead\n")
     assert not ruby_internals(p.stderr), p.stderr

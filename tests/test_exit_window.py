@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import (ATTACH, LEAK_RB, ROOT, attach, helper_answered, is_attached,
-                      parse_dump, parse_json_dump, ptrace_allowed, sections, start_leak)
+                      parse_dump, parse_json_dump, ptrace_allowed, sections, site_rows, start_leak)
 
 needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
                                   reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -155,7 +155,7 @@ def test_keep_leaves_its_final_dump_where_it_said_at_exit(spawn):
 
 
 def live_of(lines, location):
-    return int(next(l for l in lines if l.endswith(location)).split()[0])
+    return int(next(l for l in site_rows(lines) if l.endswith(location)).split()[0])
 
 
 @needs_ptrace
@@ -164,7 +164,7 @@ def test_one_of_several_exiting_has_its_section_the_others_go_on(spawn):
     a, line, _ = start_leak(spawn)
     b, _, _ = start_leak(spawn)
     started = time.monotonic()
-    p = window_on([a.pid, b.pid], "-d", "6")
+    p = window_on([a.pid, b.pid], "-d", "6", "-v")
     b.send("leak 50 20000")
     b.expect("leaked")
     leak_and_exit(a)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import (ROOT, attach, attach_during, our_files, ptrace_allowed, remove,
-                      sections, start_ready)
+                      sections, site_value, start_ready)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -35,13 +35,12 @@ def workers(spawn):
 
 
 def live_count(lines, location):
-    row = next(l for l in lines if l.endswith(location))
-    return int(row.split()[2])
+    return site_value(lines, location, "live_count")
 
 
 def test_children_of_reports_each_worker_and_the_merge(workers):
     master, pids, line = workers
-    p = attach(["--children-of", str(master.pid), "-d", "2"], timeout=90)
+    p = attach(["--children-of", str(master.pid), "-d", "2", "-v"], timeout=90)
     assert p.returncode == 0, p.stderr
     parts = sections(p.stdout)
     assert set(parts) == {f"process {pids[0]}", f"process {pids[1]}",
@@ -64,7 +63,7 @@ def test_a_worker_killed_mid_window_is_reported_not_fatal(workers):
     def kill_a_worker(_):
         time.sleep(2.5)     # the window samples once a second
         os.kill(pids[1], signal.SIGKILL)
-    code, out, err = attach_during(pids, ["-d", "5"], kill_a_worker)
+    code, out, err = attach_during(pids, ["-d", "5", "-v"], kill_a_worker)
     assert code == 0, err
     assert f"[{pids[1]}] mwrap-attach: process {pids[1]} exited" in err
     parts = sections(out)
@@ -99,7 +98,7 @@ def test_a_run_killed_by_a_signal_exits_with_the_tables_code(workers):
         run = run_for(proc.pid, pids[1])
         assert run, "no per-process run found"
         os.kill(run, signal.SIGKILL)
-    code, out, err = attach_during(pids, ["-d", "4"], kill_its_run)
+    code, out, err = attach_during(pids, ["-d", "4", "-v"], kill_its_run)
     assert code == 0, err
     assert (f"process {pids[1]}: no report (exit 1: its mwrap-attach died of "
             f"signal {signal.SIGKILL.value})") in err

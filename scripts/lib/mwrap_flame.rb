@@ -6,7 +6,7 @@
 #   alloc  rooted at the allocation: each root is the line that holds
 #          the memory (the report's row for it), its children who called
 #          it, and so on toward the outer frames.  A line of library code
-#          (MwrapReport.app_frame?) is rooted at its application caller,
+#          (MwrapReport::Scope#app?) is rooted at its application caller,
 #          the one the report names under it ("called from"), and the
 #          library lines it allocated in are kept as that root's :via;
 #          a stack with no application frame keeps its own innermost line.
@@ -57,25 +57,24 @@ module MwrapFlame
   end
 
   # FRAMES (innermost first) as an alloc view path: [frames, via] where
-  # via is the library line the frames start above, or nil.
-  def self.alloc_path(frames, focus, dirs)
-    return [frames, nil] if MwrapReport.app_frame?(frames.first, focus, dirs)
-
-    i = frames.index { |f| MwrapReport.app_frame?(f, focus, dirs) }
-    i ? [frames[i..], MwrapReport.frame_location(frames.first)] : [frames, nil]
+  # via is the library line the frames start above, or nil; SCOPE says
+  # which frames are the application's (MwrapReport::Scope).
+  def self.alloc_path(frames, scope)
+    i = scope.first_app(frames)
+    i&.positive? ? [frames[i..], MwrapReport.frame_location(frames.first)] : [frames, nil]
   end
 
   # The roots of VIEW ("alloc" or "outer") over DUMP's stacks, widest
   # first: [Node...]; [] when the dump has no stacks.
   def self.roots(dump, view: "alloc", focus: nil)
-    dirs = Array(dump.header["library_dirs"])
+    scope = MwrapReport.scope(dump, focus)
     top = Node.new(nil, [], 0, {}, false, nil)
     records(dump, focus: focus).each do |s|
       live = s[:live].to_i
       frames = MwrapReport.frames_of(s)
       via = nil
       if view == "alloc"
-        frames, via = alloc_path(frames, focus, dirs)
+        frames, via = alloc_path(frames, scope)
       else
         frames = frames.reverse
       end
@@ -91,7 +90,7 @@ module MwrapFlame
         node = node.child(location)
         node.bytes += live
         node.labels |= [label] if label
-        node.library = !MwrapReport.app_frame?(f, focus, dirs)
+        node.library = !scope.app?(f)
         next unless depth.zero? && via
 
         (node.via ||= Hash.new(0))[via] += live

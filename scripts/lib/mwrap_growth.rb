@@ -156,9 +156,11 @@ module MwrapGrowth
     end
 
     # ROW's trend (see ys_for), or nil when it has too few samples.
-    def trend_for(row)
+    # With HELD (the dump splits live bytes into held and in flight) the
+    # trend is that of what the row holds (see MwrapGrowth.trend).
+    def trend_for(row, held: false)
       ys = ys_for(row)
-      ys && MwrapGrowth.trend(@t, ys, gc: @gc)
+      ys && MwrapGrowth.trend(@t, ys, gc: @gc, held: held ? row[:held].to_i : nil)
     end
 
     # The trend of all tracked live bytes.
@@ -348,9 +350,10 @@ module MwrapGrowth
   # last one the GC kept (garbage taken as a constant share of the site
   # over the window), so a site whose bytes were mostly garbage reads
   # as growing only by what it keeps.
-  def self.trend(ts, ys, gc: nil)
+  def self.trend(ts, ys, gc: nil, held: nil)
     pts = ts.each_index.filter_map { |i| [ts[i].to_f, ys[i].to_f] if ys[i] && i != gc }
     kept = gc && ys[gc] && pts.last && pts.last[1].positive? ? (ys[gc] / pts.last[1]).clamp(0.0, 1.0) : 1.0
+    kept *= held_share(held, pts) if held
     pts = pts.map { |t, y| [t, y * kept] } if kept < 1
     return nil if pts.size < MIN_POINTS
 
@@ -361,7 +364,39 @@ module MwrapGrowth
     whole, sxx = runs.fit(0, pts.size) || [0.0, nil]
     late = runs.fit(runs.late_from(pts.size), pts.size)&.first
     { slope: whole, late: late, stderr: sxx ? sigma / Math.sqrt(sxx) : nil, noise: sigma,
-      gc_kept: gc ? kept : nil, state: state }
+      gc_kept: gc ? kept : nil, state: agreeing(state, pts, whole, late, sigma) }
+  end
+
+  # STATE made to agree with the figures printed beside it: a "rising"
+  # series has a slope above 0 over the window (else it reads "flat", or
+  # "falling" when it ended below its start), and a series that ended
+  # more than ENTER times its noise above its start (the window's table
+  # starts empty: that is what it kept) is not "flat" or "falling" but
+  # "rising" while its late slope is above 0, else "levelled".
+  def self.agreeing(state, pts, whole, late, sigma)
+    rise = pts.last[1] - pts.first[1]
+    if state == "rising" && whole <= 0
+      rise.negative? ? "falling" : "flat"
+    elsif %w[flat falling].include?(state) && rise > ENTER * sigma
+      whole.positive? && late.to_f.positive? ? "rising" : "levelled"
+    else
+      state
+    end
+  end
+
+  # The share of a series PTS that is held, from HELD bytes (lived
+  # through a GC) at its end, over the level the series ran at late in
+  # the window (its last value, or the median of its late part if
+  # higher: garbage is in flight at any moment, and a GC just before the
+  # dump leaves little of it at the end).  The series is then scaled by
+  # it, the bytes in flight taken as a constant share over the window
+  # (as --gc's kept share is): garbage reads flat, a leak as it grows.
+  def self.held_share(held, pts)
+    return 1.0 if pts.empty?
+
+    late = pts.last([pts.size / 3, 1].max).map(&:last)
+    level = [pts.last[1], median(late)].max
+    level.positive? ? (held / level).clamp(0.0, 1.0) : 1.0
   end
 
   # "+1.2 MiB/s rising", for a trend from trend().

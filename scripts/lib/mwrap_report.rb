@@ -18,9 +18,12 @@ module MwrapReport
   # mappings: the objects its native sites are in (path, start, limit,
   # offset, build_id, symbols: where their names came from), nil in
   # dumps without them (mwrap's three columns, older versions).
-  Dump = Struct.new(:header, :sites, :scan, :objects, :series, :stacks, :mappings, keyword_init: true)
+  # processes: a merged report's per-process records (type "process":
+  # pid, header, sites), nil in one process's dump.
+  Dump = Struct.new(:header, :sites, :scan, :objects, :series, :stacks, :mappings, :processes,
+                    keyword_init: true)
 
-  SORT_KEYS = %w[live total allocations frees lifespan].freeze
+  SORT_KEYS = %w[held live total allocations frees lifespan].freeze
   # How sites are grouped (--group): by innermost line (the dump's
   # location, the default), by whole stack (--stacks dumps), by file.
   GROUPS = %w[line stack file].freeze
@@ -47,6 +50,7 @@ module MwrapReport
       when "objects" then dump.objects = obj
       when "series" then dump.series = MwrapGrowth::Series.from_h(obj)
       when "mapping" then (dump.mappings ||= []) << obj
+      when "process" then (dump.processes ||= []) << obj
       else raise ArgumentError, "#{name}:#{i + 1}: unknown type #{obj['type'].inspect}"
       end
     end
@@ -123,11 +127,38 @@ module MwrapReport
     LIBRARY.match?(path) || dirs.any? { |d| path.start_with?(d) }
   end
 
-  # Is FRAME the application's: under FOCUS when given, else outside the
-  # library?
-  def self.app_frame?(frame, focus, dirs)
-    path = frame_parts(frame)[0]
-    focus ? path.start_with?(focus) : !library_path?(path, dirs)
+  # Which frames of a dump are the application's: under --focus when
+  # given; else outside the library and, where the target's own
+  # directories (the header's "app_dirs": its working directory, its
+  # Gemfile's) hold frames of the dump's stacks, under one of them (an
+  # app run from elsewhere keeps the first rule alone).
+  class Scope
+    attr_reader :focus
+
+    def initialize(dump, focus)
+      @focus = focus
+      @dirs = Array(dump.header["library_dirs"])
+      app = Array(dump.header["app_dirs"]).reject { |d| d == "/" }
+      paths = MwrapReport.stacks_of(dump).flat_map { |st| Array(st[:stack]) }.map { |f| MwrapReport.frame_parts(f)[0] }
+      @app = app.select { |d| paths.any? { |p| p.start_with?(d) && !MwrapReport.library_path?(p, @dirs) } }
+    end
+
+    def app?(frame)
+      path = MwrapReport.frame_parts(frame)[0]
+      return path.start_with?(@focus) if @focus
+      return false if MwrapReport.library_path?(path, @dirs)
+
+      @app.empty? || @app.any? { |d| path.start_with?(d) }
+    end
+
+    # The index of the innermost application frame of FRAMES, or nil.
+    def first_app(frames)
+      frames.index { |f| app?(f) }
+    end
+  end
+
+  def self.scope(dump, focus)
+    Scope.new(dump, focus)
   end
 
   # The recorded stacks of DUMP: its stack records, else its sites that
@@ -148,13 +179,13 @@ module MwrapReport
   # and has none; a stack with no application frame counts as
   # "(library only)".
   def self.callers(dump, focus: nil)
-    dirs = Array(dump.header["library_dirs"])
+    sc = scope(dump, focus)
     by_line = Hash.new { |h, k| h[k] = Hash.new(0) }
     stacks_of(dump).each do |s|
       frames = s[:stack]
-      next if app_frame?(frames.first, focus, dirs)
+      next if sc.app?(frames.first)
 
-      app = frames.drop(1).find { |f| app_frame?(f, focus, dirs) }
+      app = frames.drop(1).find { |f| sc.app?(f) }
       by_line[frame_location(frames.first)][app ? frame_location(app) : LIBRARY_ONLY] += s[:live] || s[:total]
     end
     by_line.transform_values do |c|
@@ -171,6 +202,110 @@ module MwrapReport
 
     c = callers(dump, focus: focus)
     sites.map { |s| c[s[:location]]&.any? ? s.merge(callers: c[s[:location]]) : s }
+  end
+
+  # --- what the application holds --------------------------------------
+
+  # Whether DUMP splits live bytes into held (blocks that lived through a
+  # GC) and in flight: a Ruby dump whose sites carry held_bytes, where a
+  # GC ran during the window (before one, nothing has lived through any).
+  def self.held?(dump)
+    dump.header.key?("held_gc_count") && dump.sites.any? { |s| s[:held].to_i.positive? }
+  end
+
+  # What DUMP's rows rank by unless --sort says: held bytes where it has
+  # them, else live bytes.
+  def self.default_sort(dump)
+    held?(dump) ? "held" : "live"
+  end
+
+  # How many application lines the text report lists.
+  APP_ROWS = 10
+
+  # The application's lines of DUMP, each with what its stacks hold: a
+  # stack is named by its innermost application frame (Scope), or by its
+  # innermost frame when it has none (a gem's line is the application's
+  # only then).  A row has :held and :live (the sampled stacks' estimates,
+  # scaled to their innermost lines' exact bytes), :reaches (the library
+  # lines it allocated in) and :callers (the application lines that
+  # called it) as [[location, share], ...] heaviest first, and :parts
+  # (its share of each innermost line's live bytes, for its growth).
+  # Ranked as rank_apps says.  [] for a dump without stacks.
+  def self.app_rows(dump, focus: nil)
+    sc = scope(dump, focus)
+    held = held?(dump)
+    exact = exact_factors(dump)
+    rows = {}
+    line_live = Hash.new(0)
+    stacks_of(dump).each do |s|
+      frames = s[:stack]
+      i = sc.first_app(frames) || 0
+      inner = frame_location(frames.first)
+      live_f, held_f = exact[inner] || [1.0, 1.0]
+      live = s[:live].to_i * live_f
+      kept = held ? s[:held].to_i * held_f : live
+      r = rows[frame_location(frames[i])] ||= { location: frame_location(frames[i]), held: 0.0, live: 0.0,
+                                                reaches: Hash.new(0.0), callers: Hash.new(0.0), parts: Hash.new(0.0) }
+      r[:live] += live
+      r[:held] += kept
+      r[:reaches][inner] += kept if i.positive?
+      outer = frames[(i + 1)..].find { |f| sc.app?(f) }
+      r[:callers][frame_location(outer)] += kept if outer
+      r[:parts][inner] += s[:live].to_i
+      line_live[inner] += s[:live].to_i
+    end
+    rows.reject! { |_, r| r[:held].round.zero? && r[:live].round.zero? }
+    rows.each_value do |r|
+      r[:parts] = r[:parts].to_h { |l, b| [l, line_live[l].positive? ? b / line_live[l] : 0.0] }
+      r[:reaches] = shares(r[:reaches])
+      # one caller is the row's only way in: named only among several
+      r[:callers] = r[:callers].size > 1 ? shares(r[:callers]) : []
+      r[:live] = r[:live].round
+      r[:held] = held ? r[:held].round : nil
+    end
+    rank_apps(dump, rows.values, held)
+  end
+
+  # { innermost line => [live factor, held factor] }: the exact bytes of
+  # DUMP's site for each line over its stacks' estimates of them.
+  def self.exact_factors(dump)
+    est = Hash.new { |h, k| h[k] = [0, 0] }
+    stacks_of(dump).each do |s|
+      e = est[frame_location(s[:stack].first)]
+      e[0] += s[:live].to_i
+      e[1] += s[:held].to_i
+    end
+    dump.sites.each_with_object({}) do |site, out|
+      e = est[site[:location]]
+      next unless e[0].positive?
+
+      out[site[:location]] = [site[:live].to_f / e[0], e[1].positive? ? site[:held].to_f / e[1] : 1.0]
+    end
+  end
+
+  # {location => bytes} as [[location, share], ...], heaviest first.
+  def self.shares(bytes)
+    sum = bytes.values.sum
+    return [] unless sum.positive?
+
+    bytes.select { |_, b| b.positive? }.sort_by { |l, b| [-b, l] }.map { |l, b| [l, b / sum] }
+  end
+
+  # Growth first, then bytes: rows whose held bytes rise (or whose growth
+  # the window's series cannot tell) before those that levelled off (a
+  # cache that filled), then the flat and falling ones; within each, by
+  # held bytes (live without them).  Each row gets its :trend.
+  def self.rank_apps(dump, rows, held)
+    series = dump.series unless dump.series&.empty?
+    rows.each { |r| r[:trend] = series&.trend_for(r, held: held) }
+    order = { "rising" => 0, nil => 0, "levelled" => 1 }
+    rows.sort_by { |r| [order.fetch(r[:trend]&.dig(:state), 2), -rank_bytes(r, held), r[:location]] }
+  end
+
+  # The bytes a row ranks by: held with HELD, else live (totals in
+  # mwrap's three columns).
+  def self.rank_bytes(row, held)
+    (held ? row[:held] : row[:live] || row[:total]).to_i
   end
 
   # "path:line (87%)" for a caller.
@@ -294,6 +429,7 @@ module MwrapReport
 
   def self.sort_value(site, key)
     case key
+    when "held" then site[:held] || site[:live] || site[:total]
     when "live" then site[:live] || site[:total]
     when "total" then site[:total]
     when "allocations" then site[:allocations]
@@ -423,29 +559,36 @@ module MwrapReport
   # The leak view: sites by live bytes, with their share of the total;
   # with a window's series, each site's growth (bytes/s) and its state at
   # the end (rising, levelled, falling, flat).
-  def self.text(dump, sites, window: nil, title: nil)
+  # APPS: the application's lines first (app_rows), where the dump has
+  # stacks; FOCUS: --focus, which frames are the application's.
+  def self.text(dump, sites, window: nil, title: nil, apps: true, focus: nil)
     live_total = dump.sites.sum { |s| s[:live] || 0 }
     series = dump.series unless dump.series&.empty?
+    held = held?(dump)
     out = +"mwrap report: #{header_lines(dump.header, window: window, series: series).join("\n")}\n"
+    out << "#{held_line(dump)}\n" if dump.header.key?("held_gc_count")
     jit = jit_line(dump)
     out << "#{jit}\n" if jit
     out << objects_text(dump.objects) if dump.objects
     out << scan_text(dump) if dump.scan
+    out << apps_text(dump, focus: focus) if apps
     out << "#{title}\n" if title
     if dump.sites.any? { |s| s[:live].nil? }
       out << "(an mwrap three-column dump: no frees recorded, so totals stand in for live bytes)\n"
     end
     unref = dump.scan ? format(" %14s", "unreferenced") : ""
+    kept = held ? format(" %14s", "held_bytes") : ""
     growth = series ? format("  %-22s", "growth") : ""
-    out << format("%14s %6s %10s%s %14s %11s %11s %13s%s  %s\n", "live_bytes", "share", "live_count", unref,
+    out << format("%14s%s %6s %10s%s %14s %11s %11s %13s%s  %s\n", "live_bytes", kept, "share", "live_count", unref,
                   "total_bytes", "allocations", "frees", "mean_lifespan", growth, "location")
     sites.each do |s|
       share = s[:live] && live_total.positive? ? format("%5.1f%%", 100.0 * s[:live] / live_total) : "-"
       mean = mean_lifespan(s)
       mean = mean.nil? || mean.infinite? ? "-" : format("%.1f", mean)
       unref = dump.scan ? format(" %14s", num(unreferenced(s))) : ""
-      growth = series ? format("  %-22s", MwrapGrowth.words(series.trend_for(s), method(:human))) : ""
-      out << format("%14s %6s %10s%s %14d %11d %11s %13s%s  %s\n", num(s[:live]), share, num(s[:live_count]),
+      kept = held ? format(" %14s", num(s[:held])) : ""
+      growth = series ? format("  %-22s", MwrapGrowth.words(series.trend_for(s, held: held), method(:human))) : ""
+      out << format("%14s%s %6s %10s%s %14d %11d %11s %13s%s  %s\n", num(s[:live]), kept, share, num(s[:live_count]),
                     unref, s[:total], s[:allocations], num(s[:frees]), mean, growth, s[:location])
       # --group=stack: the callers, under the row
       Array(s[:stack]).drop(1).each { |f| out << "#{' ' * 20}from #{f}\n" }
@@ -455,6 +598,67 @@ module MwrapReport
     end
     out << format("(%d of %d sites shown; %s live in all sites)\n", sites.size, dump.sites.size,
                   human(live_total))
+  end
+
+  # What held means, and how much of the tracked bytes it is; or why
+  # nothing is held (no GC ran during the window).
+  def self.held_line(dump)
+    live = dump.sites.sum { |s| s[:live].to_i }
+    unless held?(dump)
+      return "no GC has run since tracking began: no block has lived through one yet, so rows rank by live bytes"
+    end
+
+    format("held %s of %s tracked live: blocks that lived through a GC; the rest is in flight " \
+           "(made since the last GC: garbage not yet collected, work under way)",
+           human(dump.sites.sum { |s| s[:held].to_i }), human(live))
+  end
+
+  # The application's lines (app_rows), the first table: what each holds,
+  # what it has in flight, its growth, the library lines it allocated in
+  # and, when several, the application lines that called it.
+  def self.apps_text(dump, focus: nil)
+    rows = app_rows(dump, focus: focus)
+    return "" if rows.empty?
+
+    held = held?(dump)
+    series = dump.series unless dump.series&.empty?
+    what = held ? "what they hold (lived through a GC)" : "their live bytes"
+    out = +"the application's lines, ranked by #{what}, growth first (estimates from the sampled stacks):\n"
+    out << format("%14s %14s  %-22s  %s\n", held ? "held_bytes" : "live_bytes", held ? "in_flight" : "",
+                  series ? "growth" : "", "location")
+    rows.first(APP_ROWS).each do |r|
+      flight = held ? human([r[:live] - r[:held], 0].max) : ""
+      out << format("%14s %14s  %-22s  %s\n", human(rank_bytes(r, held)), flight,
+                    series ? MwrapGrowth.words(r[:trend], method(:human)) : "", r[:location])
+      r[:reaches].first(CALLERS_SHOWN).each { |l, sh| out << "#{' ' * 20}allocating in #{caller_words(l, sh)}\n" }
+      r[:callers].first(CALLERS_SHOWN).each { |l, sh| out << "#{' ' * 20}called from #{caller_words(l, sh)}\n" }
+    end
+    out << format("(%d of %d application lines shown)\n", [rows.size, APP_ROWS].min, rows.size)
+  end
+
+  # Fewer allocations a second than this over a window: an idle process
+  # (a worker the load did not reach).
+  IDLE_RATE = 100
+
+  # DUMP in a few lines, for one process of many (the merged view says
+  # the rest): its header's first line, how much it allocated, what it
+  # holds, and its first application line, or that it was idle.
+  def self.summary(dump)
+    h = dump.header
+    out = +"#{header_lines(h).first}\n"
+    out << "#{exit_line(h)}\n" if h["exited_after_seconds"]
+    allocs = dump.sites.sum { |s| s[:allocations].to_i }
+    secs = [h["seconds"].to_f, 1.0].max
+    kept = held?(dump) ? ", held #{human(dump.sites.sum { |s| s[:held].to_i })}" : ""
+    out << format("%d allocations in the window (%.0f/s), tracked live %s%s\n", allocs, allocs / secs,
+                  human(dump.sites.sum { |s| s[:live].to_i }), kept)
+    if allocs / secs < IDLE_RATE
+      out << "idle: the window saw almost no allocation (the load did not reach this process?)\n"
+    else
+      first = app_rows(dump).first || select(dump.sites, sort: default_sort(dump)).first
+      out << "holds most: #{human(rank_bytes(first, held?(dump)))} #{first[:location]}\n" if first
+    end
+    out
   end
 
   # RSS, malloc, tracked malloc and Ruby's own view side by side: the
@@ -501,18 +705,20 @@ module MwrapReport
   # the mappings, then the series.
   def self.json(dump, sites, stacks: [])
     series = dump.series unless dump.series&.empty?
-    rows = sites.map { |s| JSON.generate(record("site", s, series)) }
+    rows = sites.map { |s| JSON.generate(record("site", s, series, held: held?(dump))) }
     rows += stacks.map { |s| JSON.generate(record("stack", s, nil)) }
     rows += Array(dump.mappings).map { |m| JSON.generate(m) }
+    rows += Array(dump.processes).map { |pr| JSON.generate(pr) }
     extra = [dump.scan, dump.objects].compact.map { |r| JSON.generate(r) }
     # the series last: readers of a header, then sites, meet it after them
     rows << JSON.generate(series.to_h) if series
     ([JSON.generate(dump.header.merge("type" => "header"))] + extra + rows).join("\n") + "\n"
   end
 
-  # One site (or stack) record of TYPE, with its growth in SERIES.
-  def self.record(type, s, series)
-    tr = series&.trend_for(s)
+  # One site (or stack) record of TYPE, with its growth in SERIES (of
+  # what it holds, with HELD).
+  def self.record(type, s, series, held: false)
+    tr = series&.trend_for(s, held: held)
     { "type" => type, "location" => s[:location], "total_bytes" => s[:total],
       "allocations" => s[:allocations], "frees" => s[:frees], "freed_bytes" => s[:freed],
       "live_bytes" => s[:live], "live_count" => s[:live_count],
@@ -539,6 +745,15 @@ module MwrapReport
     out.values
   end
 
+  # One process of a merged report as a "process" record: its pid, its
+  # header and its sites, ranked, each with its growth.
+  def self.process_record(dump)
+    series = dump.series unless dump.series&.empty?
+    sites = select(dump.sites, sort: default_sort(dump))
+    { "type" => "process", "pid" => dump.header["pid"], "header" => dump.header,
+      "sites" => sites.map { |s| record("site", s, series, held: held?(dump)).except("type") } }
+  end
+
   # Many processes' dumps as one (a master's workers): sites summed by
   # location, stacks by their frames, growth series sample by sample,
   # header figures summed, pids listed.
@@ -552,7 +767,8 @@ module MwrapReport
       header[k] = dumps.sum { |d| d.header[k].to_i } if dumps.all? { |d| d.header[k] }
     end
     %w[age_unit sample_bytes stack_sample_bytes seconds].each { |k| header[k] = dumps.first&.header&.dig(k) }
-    header["library_dirs"] = dumps.flat_map { |d| Array(d.header["library_dirs"]) }.uniq
+    header["held_gc_count"] = dumps.map { |d| d.header["held_gc_count"] }.max if dumps.all? { |d| d.header["held_gc_count"] }
+    %w[library_dirs app_dirs].each { |k| header[k] = dumps.flat_map { |d| Array(d.header[k]) }.uniq }
     mappings = dumps.flat_map { |d| Array(d.mappings) }.uniq { |m| [m["path"], m["build_id"], m["start"]] }
     Dump.new(header: header.compact, sites: sites,
              stacks: stacks.empty? ? nil : sum_by(stacks) { |s| s[:stack].join("\n") },

@@ -60,7 +60,7 @@ module MwrapSpeedscope
   # (MwrapFlame.records, or the sites when it has none), FOCUS: which
   # frames are the application's (--focus), NAME: the file's name.
   def self.file(dump, records, focus: nil, name: nil)
-    dirs = Array(dump.header["library_dirs"])
+    scope = MwrapReport.scope(dump, focus)
     frames = Frames.new
     alloc = []
     outer = []
@@ -70,7 +70,7 @@ module MwrapSpeedscope
 
       stack = MwrapReport.frames_of(s)
       # speedscope lists a sample's frames from its root to its leaf
-      alloc << [MwrapFlame.alloc_path(stack, focus, dirs).first.map { |f| frames[f] }, live]
+      alloc << [MwrapFlame.alloc_path(stack, scope).first.map { |f| frames[f] }, live]
       outer << [stack.reverse.map { |f| frames[f] }, live]
     end
     pid = dump.header["pid"]

@@ -47,6 +47,8 @@ module MwrapAttach
              "in the target's filesystem), or mwrap-attach -p #{target.pid} --dump; stop with --detach"
         return EXIT[:ok]
       end
+      # read now: a process that exits during the window takes them along
+      scope = { "library_dirs" => target.library_dirs, "app_dirs" => target.app_dirs }
       dump = window = series = last = exited = nil
       chan.leased do
         window, series, last, exited = Window.run(target, chan, o, interrupt)
@@ -57,6 +59,7 @@ module MwrapAttach
         exited = true
       end
       dump = Exited.dump(target, chan, o, window, series, last) if exited
+      dump.header.merge!(scope)
       Window.after_gc(series, dump, window) unless exited
       dump.series = series
       detach(target, chan) unless exited

@@ -149,16 +149,22 @@ module MwrapAttach
 
     # Renews the lease, as its owner, every second until the block
     # returns.
+    # The renewer is stopped between two renewals, never killed in one:
+    # a renewal cut short leaves its answer to be read as the next
+    # command's ("detached (ok lease)").
     def leased
+      stop = false
       renewer = Thread.new do
-        loop do
+        until stop
           command("lease #{Process.pid}") rescue nil
-          sleep 1
+          sleep 1 unless stop
         end
       end
       yield
     ensure
-      renewer&.kill&.join
+      stop = true
+      renewer&.wakeup rescue nil # already ended
+      renewer&.join
     end
 
     # A JSON dump; --scan adds the pointer scan, top: N only the N sites
@@ -236,7 +242,6 @@ module MwrapAttach
       dump = fetch_dump(tag, scan: o[:scan])
       dump.objects = objects
       dump.header.merge!(gc) if gc
-      dump.header["library_dirs"] = @target.library_dirs
       dump
     end
 

@@ -35,11 +35,15 @@ module MwrapAttach
         # the whole cluster first: load may all land on one worker
         text = +"=== merged view of #{good.size} of #{pids.size} processes ===\n"
         text << Output.render(merged, merged.header["seconds"], "text")
+        # then each process in a few lines; -v: its whole report
         good.each do |pid, dump, _, _|
-          text << "\n=== process #{pid} ===\n" << Output.render(dump, dump.header["seconds"]&.to_f, "text")
+          text << "\n=== process #{pid} ===\n"
+          text << (o[:verbose] ? Output.render(dump, dump.header["seconds"]&.to_f, "text") : MwrapReport.summary(dump))
         end
         Output.emit(text, o[:output])
       else
+        # JSON: each process's table after the merged one
+        merged.processes = good.map { |_, dump, _, _| MwrapReport.process_record(dump) } if o[:format] == "json"
         Output.emit(Output.render(merged, merged.header["seconds"], o[:format]), o[:output])
       end
       EXIT[:ok]

@@ -85,19 +85,22 @@ module MwrapAttach
       v = view || {}
       group = v[:group] || "line"
       if format == "pprof"
-        return MwrapPprof.profile(dump, MwrapReport.select(MwrapReport.pprof_sites(dump, focus: v[:focus]), sort: "live"))
+        return MwrapPprof.profile(dump, MwrapReport.select(MwrapReport.pprof_sites(dump, focus: v[:focus]),
+                                                           sort: MwrapReport.default_sort(dump)))
       end
       return MwrapReport.raw_json(dump) if format == "raw"
       if format == "speedscope"
         return MwrapSpeedscope.file(dump, MwrapSpeedscope.records(dump, focus: v[:focus]), focus: v[:focus])
       end
 
-      sites = MwrapReport.view(dump, group: group, focus: v[:focus], sort: "live")
-      return MwrapReport.json(dump, sites) if format == "json"
+      sort = MwrapReport.default_sort(dump)
+      sites = MwrapReport.view(dump, group: group, focus: v[:focus], sort: sort)
+      return MwrapReport.json(dump, sites, stacks: dump.stacks || []) if format == "json"
       return MwrapHtml.page(dump, sites, window: window, focus: v[:focus]) if format == "html"
 
-      by = group == "line" && !v[:focus] ? "" : " (by #{MwrapReport.group_words(group, v[:focus])})"
-      MwrapReport.text(dump, sites, window: window, title: "sites ranked by live bytes grown during the window#{by}:")
+      by = group == "line" && !v[:focus] ? " (innermost line)" : " (by #{MwrapReport.group_words(group, v[:focus])})"
+      MwrapReport.text(dump, sites, window: window, apps: group == "line", focus: v[:focus],
+                                    title: "sites#{by}, ranked by #{sort == 'held' ? 'held' : 'live'} bytes grown during the window:")
     end
   end
 end

@@ -35,6 +35,21 @@ module MwrapAttach
       []
     end
 
+    # Where the target's own code is, as it sees its files: its working
+    # directory (where its Gemfile or config.ru usually is) and its
+    # BUNDLE_GEMFILE's, each with a trailing "/"; frames under them are
+    # the application's (MwrapReport::Scope).
+    def app_dirs
+      cwd = File.readlink("/proc/#{pid}/cwd")
+      env = File.binread("/proc/#{pid}/environ").split("\0").to_h { |kv| kv.split("=", 2) }
+      gemfile = env["BUNDLE_GEMFILE"].to_s
+      dirs = [cwd]
+      dirs << File.dirname(File.expand_path(gemfile, cwd)) unless gemfile.empty?
+      dirs.map { |d| "#{d.chomp('/')}/" }.uniq
+    rescue SystemCallError
+      []
+    end
+
     def attached?
       Maps.paths(pid).any? { |p| p.include?("libmwrap") } && !ControlClient.find(self).nil?
     rescue Errno::EACCES, Errno::ENOENT, Errno::ESRCH
