@@ -152,7 +152,9 @@ def test_speedscope_straight_from_an_attach(spawn, tmp):
     t.send("serve 100 262144 3 1")
     t.expect("served", timeout=60)
     out = tmp / "live.speedscope.json"
-    p = attach(["-p", str(t.pid), "--dump", "--format=speedscope", "-o", str(out)])
+    # --gc: every string kept has lived through a GC, so the bytes the
+    # file weighs by (held, where a dump has them) are all of them
+    p = attach(["-p", str(t.pid), "--dump", "--gc", "--format=speedscope", "-o", str(out)])
     assert p.returncode == 0, p.stderr
     assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
     assert t.finish()[0] == 0

@@ -316,6 +316,14 @@ int mw_ruby_init(void)
 	return 1;
 }
 
+void mw_ruby_generation_refresh(void)
+{
+	if (__atomic_load_n(&mw_ruby_present, __ATOMIC_ACQUIRE) && gc_count &&
+	    !__atomic_load_n(&vm_gone, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&mw_ruby_generation, gc_count(),
+				 __ATOMIC_RELAXED);
+}
+
 int mw_ruby_pos_present(struct mw_ruby_pos *pos)
 {
 	void **ec;

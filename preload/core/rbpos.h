@@ -23,6 +23,11 @@ extern int mw_ruby_present;
 /* The GC generation last seen under the GVL (rb_gc_count()). */
 extern uint64_t mw_ruby_generation;
 
+/* Reads the GC generation now (after a GC of ours: an allocation would
+ * read it next, and a dump may come first).  Context: a Ruby thread
+ * holding the GVL; never allocates. */
+void mw_ruby_generation_refresh(void);
+
 /* Where the calling thread's Ruby code is: the innermost Ruby frame's
  * program counter and instruction sequence.  The pc lies in the iseq's
  * code buffer (mw_ruby_pos_code), so while that buffer is not freed

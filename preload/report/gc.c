@@ -4,6 +4,7 @@
 #include "report/rbcall.h"
 #include "report/rbjob.h"
 #include "report/stats.h"
+#include "core/rbpos.h"
 #include "core/track.h"
 
 #include <errno.h>
@@ -32,6 +33,7 @@ static int gc_job(void)
 	job_out.live_before = tracked_live();
 	t0 = mw_monotonic_ns();
 	ret = mw_rb_try_call(*mw_rb.mGC, "start");
+	mw_ruby_generation_refresh();	/* what the GC kept is held */
 	job_out.ns = mw_monotonic_ns() - t0;
 	job_out.live_after = tracked_live();
 	mw_track_quiet_leave();

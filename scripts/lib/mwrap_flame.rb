@@ -40,20 +40,12 @@ module MwrapFlame
   end
 
   # RECS with each line's stack records scaled to the line's exact live
-  # bytes (DUMP's site for it): the sampled stacks then say only how a
-  # line's bytes split among its callers, and the graph's top row agrees
-  # with the report's table.
+  # and held bytes (DUMP's site for it): the sampled stacks then say only
+  # how a line's bytes split among its callers, and the graph's top row
+  # agrees with the report's table.
   def self.exact(dump, recs)
-    live = Hash.new(0)
-    dump.sites.each { |s| live[s[:location]] += s[:live].to_i }
-    estimated = Hash.new(0)
-    dump.stacks.each { |s| estimated[s[:location]] += s[:live].to_i }
-    recs.map do |s|
-      est = estimated[s[:location]]
-      next s unless s[:stack] && est.positive?
-
-      s.merge(live: (s[:live].to_i * live[s[:location]].to_f / est).round)
-    end
+    factors = MwrapReport.exact_factors(dump)
+    recs.map { |s| s[:stack] ? MwrapReport.scaled(s, factors[s[:location]]) : s }
   end
 
   # FRAMES (innermost first) as an alloc view path: [frames, via] where

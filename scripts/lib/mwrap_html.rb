@@ -19,7 +19,7 @@ module MwrapHtml
   COLUMNS = [%w[live live_bytes], %w[share share], %w[live_count live_count], %w[total total_bytes],
              %w[allocations allocations], %w[frees frees], %w[mean_life mean_lifespan],
              %w[location location]].freeze
-  BYTES = %w[live_bytes total_bytes unreferenced].freeze
+  BYTES = %w[live_bytes held_bytes total_bytes unreferenced].freeze
   COUNTS = %w[live_count allocations frees].freeze
   # chart labels longer than this keep their tail (the file name)
   LABEL_CHARS = 90
@@ -138,6 +138,7 @@ module MwrapHtml
       m.nil? ? "" : m.infinite? ? "Infinity" : format("%.1f", m)
     when "location" then site[:location]
     when "live_bytes" then site[:live]
+    when "held_bytes" then site[:held]
     when "total_bytes" then site[:total]
     when "unreferenced" then MwrapReport.unreferenced(site)
     else site[key.to_sym]
@@ -149,6 +150,7 @@ module MwrapHtml
   # location.
   def self.columns(dump)
     cols = COLUMNS.dup
+    cols.insert(1, %w[held held_bytes]) if MwrapReport.held?(dump)
     cols.insert(3, %w[unreferenced unreferenced]) if dump.scan
     cols.insert(-2, %w[growth growth]) if dump.series && !dump.series.empty?
     cols
@@ -191,17 +193,48 @@ module MwrapHtml
   end
 
   # live_total: all sites' live bytes, what the share column divides by;
-  # series: the window's, for the growth column.
-  def self.table(sites, columns = COLUMNS, live_total: sites.sum { |s| s[:live] || 0 }, series: nil)
+  # series: the window's, for the growth column (of what each site
+  # holds, with held).
+  def self.table(sites, columns = COLUMNS, live_total: sites.sum { |s| s[:live] || 0 }, series: nil, held: false)
     html = +"<table id=\"sites\"><thead><tr>"
     columns.each { |id, label| html << "<th data-col=\"#{id}\"><a href=\"#sort=#{id}\">#{label}</a></th>" }
     html << "</tr></thead><tbody>"
     sites.each do |s|
       html << "<tr>"
       columns.each do |_, key|
-        html << (key == "growth" ? growth_td(series&.trend_for(s)) : td(key, cell(s, key, live_total), s[:callers]))
+        html << (key == "growth" ? growth_td(series&.trend_for(s, held: held)) : td(key, cell(s, key, live_total), s[:callers]))
       end
       html << "</tr>"
+    end
+    html << "</tbody></table>"
+  end
+
+  # The application's lines (MwrapReport.app_rows), the page's first
+  # table: what each holds, what it has in flight, its growth, and under
+  # its location the library lines it allocates in and its callers.
+  def self.apps(dump, focus: nil)
+    rows = MwrapReport.app_rows(dump, focus: focus)
+    return "" if rows.empty?
+
+    held = MwrapReport.held?(dump)
+    what = held ? "what they hold (lived through a GC)" : "their live bytes"
+    html = +"<h2>The application's lines</h2>\n<p>Ranked by #{what}, growth first " \
+            "(estimates from the sampled stacks).</p>\n<table id=\"apps\"><thead><tr>"
+    heads = [held ? "held_bytes" : "live_bytes"]
+    heads << "in_flight" if held
+    heads << "growth" if dump.series && !dump.series.empty?
+    (heads + ["location"]).each { |t| html << "<th>#{t}</th>" }
+    html << "</tr></thead><tbody>"
+    rows.each do |r|
+      html << "<tr>" << td("live_bytes", MwrapReport.rank_bytes(r, held))
+      html << td("live_bytes", [r[:live] - r[:held], 0].max) if held
+      html << growth_td(r[:trend]) if heads.include?("growth")
+      under = r[:reaches].first(MwrapReport::CALLERS_SHOWN).map { |l, sh| ["allocating in", l, sh] } +
+              r[:callers].first(MwrapReport::CALLERS_SHOWN).map { |l, sh| ["called from", l, sh] }
+      words = under.map do |w, l, sh|
+        "<div class=\"caller\">#{w} #{h(MwrapReport.caller_words(l, sh)).gsub('/', '/<wbr>')}</div>"
+      end
+      html << "<td class=\"loc\" title=\"#{h(r[:location])}\">#{h(r[:location]).gsub('/', '/<wbr>')}#{words.join}</td></tr>"
     end
     html << "</tbody></table>"
   end
@@ -231,7 +264,7 @@ module MwrapHtml
     }
     function fromHash() {
       var m = /sort=([a-z_]+)/.exec(location.hash);
-      sortBy(m ? m[1] : "live");
+      sortBy(m ? m[1] : document.body.dataset.rank);
     }
     window.addEventListener("hashchange", fromHash);
     fromHash();
@@ -244,6 +277,7 @@ module MwrapHtml
     head = MwrapReport.header_lines(dump.header, window: window, series: series)
     jit = MwrapReport.jit_line(dump)
     head += [jit] if jit
+    head << MwrapReport.held_line(dump) if dump.header.key?("held_gc_count")
     growth = growth_chart(series, sites)
     growth = "<h2>Growth over the window</h2>\n#{growth}" unless growth.empty?
     flame = MwrapFlameHtml.section(dump, focus: focus)
@@ -267,15 +301,17 @@ module MwrapHtml
       .head{font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere}
       .caller{color:#555;font-size:90%;padding-left:1.5em}
       #{MwrapFlameHtml::STYLE.chomp}
-      </style></head><body>
+      </style></head><body data-rank="#{MwrapReport.default_sort(dump)}">
       <h1>mwrap report</h1>
       <div class="head">#{head.map { |l| h(l) }.join("\n")}</div>
+      #{apps(dump, focus: focus)}
       #{growth}
       #{flame}
       <h2>Live bytes by file and line</h2>
       #{chart(sites)}
       <h2>Sites</h2>
-      #{table(sites, columns(dump), live_total: dump.sites.sum { |s| s[:live] || 0 }, series: series)}
+      #{table(sites, columns(dump), live_total: dump.sites.sum { |s| s[:live] || 0 }, series: series,
+              held: MwrapReport.held?(dump))}
       <script>#{SCRIPT}</script>
       </body></html>
     HTML

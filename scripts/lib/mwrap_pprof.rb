@@ -130,9 +130,12 @@ module MwrapPprof
       @body << Wire.bytes(2, Wire.packed(1, location_ids) + Wire.packed(2, values))
     end
 
-    def encode(header)
-      types = [%w[alloc_objects count], %w[alloc_space bytes], %w[inuse_objects count],
-               %w[inuse_space bytes]].map { |t, u| Wire.bytes(1, Wire.int(1, str(t)) + Wire.int(2, str(u))) }
+    # HELD: a sixth sample type, held_space (live bytes that lived
+    # through a GC), the profile's default.
+    def encode(header, held: false)
+      kinds = [%w[alloc_objects count], %w[alloc_space bytes], %w[inuse_objects count], %w[inuse_space bytes]]
+      kinds << %w[held_space bytes] if held
+      types = kinds.map { |t, u| Wire.bytes(1, Wire.int(1, str(t)) + Wire.int(2, str(u))) }
       mappings = @mappings.map do |file, m|
         rec = m[:record]
         start, limit, offset = if rec then [rec["start"].to_i, rec["limit"].to_i, rec["offset"].to_i]
@@ -161,7 +164,7 @@ module MwrapPprof
       comments << str(MwrapReport.exit_line(header)) if header["exited_after_seconds"]
       tail = Wire.int(10, (header["seconds"].to_f * 1e9).to_i) +
              Wire.bytes(11, Wire.int(1, str("space")) + Wire.int(2, str("bytes"))) +
-             Wire.packed(13, comments) + Wire.int(14, str("inuse_space"))
+             Wire.packed(13, comments) + Wire.int(14, str(held ? "held_space" : "inuse_space"))
       strings = @strings.keys.map { |s| Wire.bytes(6, s) }
       (types + [@body] + mappings + locations + functions + strings).join + tail
     end
@@ -170,14 +173,17 @@ module MwrapPprof
   # The gzip'd profile of @dump's @sites (MwrapReport site hashes).
   def self.profile(dump, sites)
     b = Builder.new(dump.mappings)
+    held = MwrapReport.held?(dump)
     sites.each do |s|
       live = s[:live] || 0
       frames = s[:stack] && !s[:stack].empty? ? s[:stack] : [s[:location]]
-      b.sample(frames.map { |f| b.location_of(f) }, [s[:allocations], s[:total], s[:live_count] || 0, live])
+      values = [s[:allocations], s[:total], s[:live_count] || 0, live]
+      values << s[:held].to_i if held
+      b.sample(frames.map { |f| b.location_of(f) }, values)
     end
     io = StringIO.new(+"".b)
     gz = Zlib::GzipWriter.new(io)
-    gz.write(b.encode(dump.header))
+    gz.write(b.encode(dump.header, held: held))
     gz.close
     io.string
   end

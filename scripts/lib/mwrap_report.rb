@@ -241,9 +241,9 @@ module MwrapReport
       frames = s[:stack]
       i = sc.first_app(frames) || 0
       inner = frame_location(frames.first)
-      live_f, held_f = exact[inner] || [1.0, 1.0]
-      live = s[:live].to_i * live_f
-      kept = held ? s[:held].to_i * held_f : live
+      f = exact[inner]
+      live = s[:live].to_i * (f ? f[:live] : 1.0)
+      kept = held ? s[:held].to_i * (f ? f[:held] : 1.0) : live
       r = rows[frame_location(frames[i])] ||= { location: frame_location(frames[i]), held: 0.0, live: 0.0,
                                                 reaches: Hash.new(0.0), callers: Hash.new(0.0), parts: Hash.new(0.0) }
       r[:live] += live
@@ -266,21 +266,33 @@ module MwrapReport
     rank_apps(dump, rows.values, held)
   end
 
-  # { innermost line => [live factor, held factor] }: the exact bytes of
-  # DUMP's site for each line over its stacks' estimates of them.
+  # The figures a stack record estimates, each scaled to its line's
+  # exact one by exact_factors.
+  SCALED = %i[live held allocations total live_count].freeze
+
+  # { innermost line => { figure => factor } }: the exact figure of
+  # DUMP's site for each line over its stacks' estimates of it (SCALED);
+  # lines whose stacks estimate none of it are left out.
   def self.exact_factors(dump)
-    est = Hash.new { |h, k| h[k] = [0, 0] }
+    est = Hash.new { |h, k| h[k] = Hash.new(0) }
     stacks_of(dump).each do |s|
       e = est[frame_location(s[:stack].first)]
-      e[0] += s[:live].to_i
-      e[1] += s[:held].to_i
+      SCALED.each { |k| e[k] += s[k].to_i }
     end
     dump.sites.each_with_object({}) do |site, out|
       e = est[site[:location]]
-      next unless e[0].positive?
+      next unless e[:live].positive?
 
-      out[site[:location]] = [site[:live].to_f / e[0], e[1].positive? ? site[:held].to_f / e[1] : 1.0]
+      out[site[:location]] = SCALED.to_h { |k| [k, e[k].positive? ? site[k].to_f / e[k] : 1.0] }
     end
+  end
+
+  # Stack record S with its SCALED figures times FACTORS (exact_factors'
+  # for its line, or nil: left as estimated).
+  def self.scaled(s, factors)
+    return s unless factors
+
+    s.merge(SCALED.to_h { |k| [k, s[k] && (s[k] * factors[k]).round] })
   end
 
   # {location => bytes} as [[location, share], ...], heaviest first.
@@ -355,14 +367,21 @@ module MwrapReport
     group == "line" ? with_callers(dump, rows, focus: focus) : rows
   end
 
-  # The samples of a pprof profile: every stack as recorded, or with
-  # FOCUS each cut to start at its first frame under it (the
-  # application's line is then the profile's leaf).
+  # The samples of a pprof profile: every recorded stack (a stack_sample
+  # dump's stack records, their live and held bytes scaled to their
+  # innermost lines' exact ones, beside the lines they do not cover),
+  # with FOCUS each cut to start at its first frame under it (the
+  # application's line is then the profile's leaf); the sites of a dump
+  # without stacks.
   def self.pprof_sites(dump, focus: nil)
-    return dump.sites unless focus
+    return dump.sites unless dump.stacks&.any? || focus
 
+    exact = exact_factors(dump)
     view_sites(dump, "stack", focus).map do |s|
       next s unless s[:stack]
+
+      s = scaled(s, exact[frame_location(s[:stack].first)])
+      next s unless focus
 
       frames = focused(s[:stack], focus)
       s.merge(stack: frames, location: frame_location(frames.first))

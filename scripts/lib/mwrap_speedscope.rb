@@ -4,7 +4,9 @@
 # A dump as a speedscope file (https://www.speedscope.app/file-format-
 # schema.json; speedscope opens it, and so do tools that read its
 # format): two "sampled" profiles of live bytes (unit "bytes", each
-# stack's weight its live bytes), over the same stacks as the HTML
+# stack's weight its live bytes; its held bytes, and "held" in the
+# names, where the dump has them: what the report ranks by), over the
+# same stacks as the HTML
 # report's flame graph (lib/mwrap_flame.rb: a stack_sample dump's stack
 # records scaled to their line's exact bytes, and the lines without one):
 #   "live bytes, rooted at the allocation": each stack from the line
@@ -64,8 +66,11 @@ module MwrapSpeedscope
     frames = Frames.new
     alloc = []
     outer = []
+    # what the report ranks by: held bytes where the dump has them
+    held = MwrapReport.held?(dump)
+    what = held ? "held" : "live"
     records.each do |s|
-      live = (s[:live] || s[:total]).to_i # mwrap's three columns: totals stand in
+      live = held ? s[:held].to_i : (s[:live] || s[:total]).to_i # mwrap's three columns: totals stand in
       next unless live.positive?
 
       stack = MwrapReport.frames_of(s)
@@ -76,11 +81,11 @@ module MwrapSpeedscope
     pid = dump.header["pid"]
     JSON.generate(
       "$schema" => SCHEMA, "exporter" => "mwrap-attach",
-      "name" => name || "mwrap live bytes#{", pid #{pid}" if pid}",
+      "name" => name || "mwrap #{what} bytes#{", pid #{pid}" if pid}",
       "activeProfileIndex" => 0,
       "shared" => { "frames" => frames.to_a },
-      "profiles" => [profile("live bytes, rooted at the allocation", alloc),
-                     profile("live bytes by stack, outermost frame first", outer)]
+      "profiles" => [profile("#{what} bytes, rooted at the allocation", alloc),
+                     profile("#{what} bytes by stack, outermost frame first", outer)]
     ) + "\n"
   end
 

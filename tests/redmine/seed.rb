@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Seeds a migrated Redmine for tests/redmine (setup.sh runs it with
 # `rails runner`): public projects, ISSUES issues with journals, the REST
-# API on, and the admin's API key; prints "seeded KEY FIRST LAST PROJECTS".
+# API on, and the admin's API key; prints what the load needs on one
+# line: "seeded api_key=KEY issues=N first_issue=ID last_issue=ID
+# projects=A,B,...".
 ISSUES = 400
 PROJECTS = %w[alpha beta gamma delta]
 
@@ -47,4 +49,5 @@ ActiveRecord::Base.transaction do
 end
 
 issues = Issue.order(:id).pluck(:id)
-puts "seeded #{admin.api_key} #{issues.first} #{issues.last} #{PROJECTS.join(',')}"
+puts "seeded api_key=#{admin.api_key} issues=#{issues.size} first_issue=#{issues.first} " \
+     "last_issue=#{issues.last} projects=#{PROJECTS.join(',')}"

@@ -14,7 +14,7 @@ module MwrapLeak
   RECENT_MAX = ENV.fetch("MWRAP_REDMINE_BOUNDED", "0").to_i
   # a response's first characters kept in RECENT: about the size of an
   # issue's JSON in SHOWN
-  RECENT_CHARS = 3000
+  RECENT_CHARS = 2000
   # RECENT's insert-then-evict, against Puma's other threads
   LOCK = Mutex.new
 
