@@ -69,7 +69,7 @@ def attached_window(tmp, seed, args=(), bounded=0):
         load = RedmineLoad(port, seed)
         load.start()
         try:
-            time.sleep(scaled(3))       # each worker's first pages compile templates
+            time.sleep(scaled(5))       # each worker's first pages compile templates
             before = load.rate(scaled(5))
             p = subprocess.Popen([ATTACH, "--children-of", str(master), "-d", str(WINDOW)]
                                  + list(args), stdout=subprocess.PIPE,
