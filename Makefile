@@ -95,7 +95,7 @@ help:
 	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
 	@echo "make test-ruby34    the version tests (make test-versions) in a sid root with Ruby 3.4"
 	@echo "make test-versions  the tests of what differs by Ruby version (attach, preload, stacks, versions)"
-	@echo "make test-ruby-src  Rubies built from source as the official images are (RUBIES=3.4.3 4.1.0-dev): 3.x make test with YJIT, 4.x the version tests with YJIT and ZJIT"
+	@echo "make test-ruby-src  Rubies built from source as the official images are (RUBIES=3.4.3 4.1.0-dev): the version tests with YJIT, and on 4.x with ZJIT"
 	@echo "make test-arm64     in an arm64 Debian 12 VM (qemu): the injector, libmwrap.so, the C unit tests, tests/arm64"
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window;"
@@ -373,9 +373,9 @@ test-ruby34:
 
 # Rubies built from ../shared/ruby-src as the official ruby: images build
 # them (scripts/ruby-src: /usr/local, shared libruby, YJIT, ZJIT on 4.x),
-# cached in /var/cache/mwrap-attach/ruby-src; 3.x runs make test with
-# RUBYOPT=--yjit, 4.x the attach, preload, stacks and versions tests with
-# --yjit and with --zjit.  RUBIES=3.2.8 builds and tests 3.2 the same way.
+# cached in /var/cache/mwrap-attach/ruby-src; each runs the attach,
+# preload, stacks and versions tests with RUBYOPT=--yjit, 4.x also with
+# --zjit.  RUBIES=3.2.8 builds and tests 3.2 the same way.
 RUBIES = 3.4.3 4.1.0-dev
 test-ruby-src:
 	@scripts/install-deps root
