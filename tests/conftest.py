@@ -575,6 +575,16 @@ def fiddle_leak():
     return text, next(i for i, l in enumerate(text.splitlines(), 1) if "Fiddle.malloc" in l)
 
 
+SOURCE_LINE = re.compile(r"(/[^\s:()]+\.(?:rb|rsb|erb|ru|rake)):(\d+)")
+
+
+def first_source_line(text):
+    """The first "path:line" of Ruby source a report names, or None: what
+    a reader meets first."""
+    m = SOURCE_LINE.search(text)
+    return f"{m.group(1)}:{m.group(2)}" if m else None
+
+
 def site_rows(lines):
     """The rows of a text report's site table (innermost lines): the
     lines after its column header; the application table above it names

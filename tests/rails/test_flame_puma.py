@@ -4,7 +4,10 @@ tests/rails/flame_app, a Rack app under Debian's Puma in single mode
 (4 threads), whose /upload and /ping routes each call one gem-like
 helper (tests/targets/gemlike/helper.rb) from their own line, is driven
 over one keep-alive connection at 3 uploads to 1 ping during a default
-window (stacks sampled about once per 64 KiB).  In headless Chromium
+window (stacks sampled about once per 64 KiB), with --focus on the
+tests' tree: the helper lies outside the app's directory, Puma's working
+directory, so by default it would be named by the routes that call it
+(as a gem's line is); focused, it is the application's.  In headless Chromium
 the helper's line is the widest box on the top row, the two routes'
 lines beneath it in their ratio; a click on the ping's line zooms it to
 the full width.  The screenshots are saved as build/flame-graph-puma.png
@@ -49,8 +52,9 @@ def test_flame_graph_of_a_puma_app_is_rooted_at_the_helper(tmp):
         def serve(_):
             paths = ([f"/upload?size={SIZE}"] * UPLOADS + [f"/ping?size={SIZE}"] * PINGS) * ROUNDS
             answers.extend(get_each(port, paths))
-        code, _, err = attach_during([pid], ["--format=html", "-o", str(page)], serve,
-                                     interrupt=True)
+        code, _, err = attach_during([pid], ["--format=html", "-o", str(page),
+                                             "--focus", os.path.join(ROOT, "tests") + "/"],
+                                     serve, interrupt=True)
         assert code == 0, err
         assert answers == [(200, b"ok\n")] * ((UPLOADS + PINGS) * ROUNDS)
         # every string the helper kept, and Puma served on after the window

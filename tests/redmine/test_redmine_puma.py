@@ -36,10 +36,10 @@ pytestmark = [
 SOURCE = os.path.join(PLUGIN, LEAK_RB)
 LEAK = f"{INSTALLED}/{LEAK_RB}:{line_of(SOURCE, 'SHOWN[request.url] = JSON.generate')}"
 BOUNDED = f"{INSTALLED}/{LEAK_RB}:{line_of(SOURCE, 'RECENT[request.url] = JSON.generate')}"
-# The bounded cache's entries: about 5 s of this load's requests in a
+# The bounded cache's entries: about 7 s of this load's requests in a
 # worker (about 30/s each, 2 CPUs), so that it is full before the window
 # and, its entries replaced within it, holds about what the leak gains
-BOUNDED_ENTRIES = 150
+BOUNDED_ENTRIES = 200
 WINDOW = 20
 # a source line as a report names it: path:line of Ruby or a template
 SOURCE_LINE = re.compile(r"([^\s()\[\]\"']+\.(?:rb|rsb|erb)):(\d+)")

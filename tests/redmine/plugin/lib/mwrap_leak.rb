@@ -9,12 +9,13 @@ module MwrapLeak
   # the load's `_=` parameter never repeats: it only grows.
   SHOWN = {}
   # With MWRAP_REDMINE_BOUNDED=N: a summary of each of the last N
-  # responses, by URL; full within seconds of load, then level.
+  # requests, by URL; full within seconds of load, then level.
   RECENT = {}
   RECENT_MAX = ENV.fetch("MWRAP_REDMINE_BOUNDED", "0").to_i
-  # a response's first characters kept in RECENT: about the size of an
-  # issue's JSON in SHOWN
-  RECENT_CHARS = 2000
+  # in each summary, for what a real one would say: it makes an entry
+  # about the size of an issue's JSON in SHOWN (2.2 KB) without making
+  # garbage of its own (the response's body would: a copy per call)
+  NOTE = ("request summary " * 125).freeze
   # RECENT's insert-then-evict, against Puma's other threads
   LOCK = Mutex.new
 
@@ -40,7 +41,7 @@ module MwrapLeak
     end
   end
 
-  # Every action: a summary of its response, the last RECENT_MAX kept
+  # Every action: a summary of it, the last RECENT_MAX kept
   module KeepRecent
     def self.included(base)
       base.after_action :mwrap_keep_recent
@@ -49,8 +50,8 @@ module MwrapLeak
     private
 
     def mwrap_keep_recent
-      summary = { "url" => request.url, "status" => response.status,
-                  "body" => response.body[0, RECENT_CHARS] }
+      summary = { "url" => request.url, "action" => action_name,
+                  "status" => response.status, "note" => NOTE }
       LOCK.synchronize do
         RECENT[request.url] = JSON.generate(summary)   # the bounded cache
         RECENT.shift while RECENT.size > RECENT_MAX
