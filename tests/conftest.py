@@ -301,6 +301,13 @@ def start_leak(spawn):
     return t, int(fields["leak_line"]), int(fields["zlib_line"])
 
 
+def proc_stat(pid):
+    """/proc/PID/stat's fields after comm (the state first, ppid second,
+    flags seventh): comm ends at the last ')', whatever bytes it holds."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
 def tracer_of(pid):
     """The pid tracing PID (TracerPid in its status), 0 for none."""
     with open(f"/proc/{pid}/status") as f:

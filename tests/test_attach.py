@@ -5,13 +5,14 @@ import json
 import os
 import re
 import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import (INJECT, LEAK_RB, LIB, LINE_SLACK, ROOT, TARGETS, attach, parse_dump,
+from conftest import (ATTACH, INJECT, LEAK_RB, LIB, LINE_SLACK, ROOT, TARGETS, attach, parse_dump,
                       parse_json_dump, private_tmp, ptrace_allowed, run,
-                      runtime_dir, skip_unless_gdb_works, start_leak)
+                      proc_stat, runtime_dir, skip_unless_gdb_works, start_leak, start_ready)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -285,8 +286,7 @@ def test_stopped_process_refused_and_left_stopped(spawn):
     try:
         p = attach(["-p", str(t.pid), "--keep"])
         assert p.returncode == 6 and "stopped" in p.stderr
-        state = open(f"/proc/{t.pid}/stat").read().split(") ")[1][0]
-        assert state == "T"
+        assert proc_stat(t.pid)[0] == "T"
     finally:
         os.kill(t.pid, signal.SIGCONT)
     assert t.finish()[0] == 0
@@ -361,3 +361,28 @@ def test_sampled_attach_ranks_the_leak_and_says_estimate(spawn):
     assert table.splitlines()[0].endswith(f"{LEAK_RB}:{line}")
     detach(t.pid)
     assert t.finish()[0] == 0
+
+
+def test_a_process_named_like_a_zombie_is_attached(spawn):
+    """comm "a) Z x" (prctl PR_SET_NAME: the kernel takes any bytes) is
+    not read as the state Z: /proc/PID/stat's comm ends at its last ')'.
+    It is attached, reported and detached."""
+    name = "a) Z x"
+    code = ("require 'fiddle'; "
+            "Fiddle::Function.new(Fiddle.dlopen(nil)['prctl'], "
+            "[Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP], Fiddle::TYPE_INT).call(15, %q{" + name + "}); "
+            f"load {LEAK_RB!r}")
+    t, f = start_ready(spawn, ["ruby", "-e", code])
+    with open(f"/proc/{t.pid}/comm") as c:
+        assert c.read().strip() == name
+    line = int(f["leak_line"])
+    p = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "2"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    t.send("leak 50 20000")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert f"{LEAK_RB}:{line}" in out
+    assert "detached" in err
+    rc, _, _ = t.finish()
+    assert rc == 0

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import (ROOT, attach, attach_during, our_files, ptrace_allowed, remove,
-                      sections, site_value, start_ready)
+                      proc_stat, sections, site_value, start_ready)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -78,8 +78,7 @@ def run_for(parent, pid):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            ppid = int(proc_stat(entry)[1])
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
         except (OSError, ValueError, IndexError):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import (ATTACH, INJECT, LEAK_RB, TARGETS, attach, helper_answered,
-                      ptrace_allowed, run, runtime_dir, start_leak)
+                      proc_stat, ptrace_allowed, run, runtime_dir, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -26,8 +26,7 @@ def kernel_thread():
     None where none is visible (a container's pid namespace)."""
     for pid in sorted(int(d) for d in os.listdir("/proc") if d.isdigit()):
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                flags = int(f.read().rsplit(")", 1)[1].split()[6])
+            flags = int(proc_stat(pid)[6])
         except (OSError, IndexError, ValueError):
             continue
         if flags & 0x00200000:
@@ -53,9 +52,8 @@ def test_zombie():
     child = subprocess.Popen(["true"])
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        with open(f"/proc/{child.pid}/stat") as f:
-            if f.read().split(") ")[1][0] == "Z":
-                break
+        if proc_stat(child.pid)[0] == "Z":
+            break
         time.sleep(0.01)
     try:
         p = attach(["-p", str(child.pid)])

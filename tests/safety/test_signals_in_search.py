@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import INJECT, TARGETS, ptrace_allowed, tracer_of
+from conftest import INJECT, TARGETS, proc_stat, ptrace_allowed, tracer_of
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -154,8 +154,7 @@ def test_a_handler_it_lets_run_is_no_safe_point(spawn, tmp, n):
 
 
 def state_of(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
+    return proc_stat(pid)[0]
 
 
 def test_a_stop_signal_stops_the_process_and_ends_the_search(spawn):

@@ -5,6 +5,7 @@ require "rbconfig"
 require "tmpdir"
 require_relative "failure"
 require_relative "output"
+require_relative "proc_stat"
 require_relative "../mwrap_report"
 
 module MwrapAttach
@@ -51,11 +52,9 @@ module MwrapAttach
 
     def self.children_of(master)
       fail!(EXIT[:no_such_process], "no such process: #{master}") unless File.exist?("/proc/#{master}")
-      kids = Dir.glob("/proc/[0-9]*/stat").filter_map do |f|
-        st = File.read(f)
-        f[%r{\A/proc/(\d+)/}, 1].to_i if st[(st.rindex(")") + 2)..].split[1].to_i == master
-      rescue SystemCallError
-        nil
+      kids = Dir.glob("/proc/[0-9]*").filter_map do |d|
+        pid = File.basename(d).to_i
+        pid if ProcStat.fields(pid)&.at(1).to_i == master
       end
       fail!(EXIT[:no_such_process], "process #{master} has no child processes",
             "give the workers' pids with -p PID1,PID2") if kids.empty?

@@ -4,6 +4,7 @@
 require_relative "failure"
 require_relative "control"
 require_relative "maps"
+require_relative "proc_stat"
 require_relative "seccomp"
 
 module MwrapAttach
@@ -15,8 +16,7 @@ module MwrapAttach
 
     def alive?
       Process.kill(0, pid)
-      state = File.read("/proc/#{pid}/stat")[/\) (\S)/, 1]
-      state != "Z"
+      ProcStat.fields(pid)&.first != "Z"
     rescue Errno::ESRCH, Errno::ENOENT
       false
     rescue Errno::EPERM
@@ -116,10 +116,7 @@ module MwrapAttach
 
     # PF_KTHREAD in the flags of /proc/PID/stat (the 9th field).
     def self.kernel_thread?(pid)
-      flags = File.read("/proc/#{pid}/stat").split(") ", 2)[1].to_s.split[6].to_i
-      flags & 0x00200000 != 0
-    rescue SystemCallError
-      false
+      ProcStat.fields(pid).to_a[6].to_i & 0x00200000 != 0
     end
 
     # Fails for a process with neither a dynamic loader nor a shared libc
