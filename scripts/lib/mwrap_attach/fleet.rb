@@ -4,6 +4,7 @@
 require "rbconfig"
 require "tmpdir"
 require_relative "failure"
+require_relative "options"
 require_relative "output"
 require_relative "proc_stat"
 require_relative "../mwrap_report"
@@ -61,18 +62,6 @@ module MwrapAttach
       kids.sort
     end
 
-    # What each per-process run gets from our own options.
-    def self.child_args(o, pid)
-      args = ["-d", o[:seconds].to_s, "--backend", o[:backend], "--timeout", o[:timeout].to_s]
-      args += ["--sample", o[:sample]] if o[:sample]
-      args << (o[:stacks] ? "--stacks=#{o[:stacks]}" : "--no-stacks")
-      args << "--objects" if o[:objects]
-      args << "--gc" if o[:gc]
-      args += ["--dump-all", "#{o[:dump_all]}.#{pid}"] if o[:dump_all]
-      args << "--scan" if o[:scan]
-      args << "-v" if o[:verbose]
-      args
-    end
 
     # Attaches to every pid at once, each through its own mwrap-attach run
     # (its own checks, window and exit code); their messages are prefixed
@@ -80,7 +69,7 @@ module MwrapAttach
     def self.attach_each(pids, o, dir, script)
       runs = pids.map do |pid|
         out = File.join(dir, "#{pid}.json")
-        cmd = [RbConfig.ruby, script, "-p", pid.to_s, "--format=raw", "-o", out, *child_args(o, pid)]
+        cmd = [RbConfig.ruby, script, "-p", pid.to_s, "--format=raw", "-o", out, *MwrapAttach.fleet_args(o, pid)]
         rd, wr = IO.pipe
         child = Process.spawn(*cmd, err: wr, out: File::NULL)
         wr.close
@@ -113,6 +102,6 @@ module MwrapAttach
       results
     end
 
-    private_class_method :children_of, :child_args, :attach_each
+    private_class_method :children_of, :attach_each
   end
 end
