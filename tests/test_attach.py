@@ -270,6 +270,9 @@ def test_gdb_backend(spawn):
     (["-p", "1", "-o", "/nonexistent/dir/r.txt"], 2, "no such directory"),
     (["-p", "1", "--format=xml"], 2, "--format"),
     ([], 2, "missing -p"),
+    # the missing pid is the error, not the option's value after it
+    (["-p", "-d", "30"], 2, "missing pid: -p is followed by -d"),
+    (["--children-of", "-v"], 2, "missing pid: --children-of is followed by -v"),
 ])
 def test_bad_input(args, code, text):
     p = attach(args)
