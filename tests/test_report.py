@@ -100,6 +100,7 @@ def test_mwrap_three_column_dump():
 def test_bad_input(args, code, text):
     p = report(*args)
     assert p.returncode == code and text in p.stderr, p.stderr
+    assert " @ " not in p.stderr    # Ruby's "@ rb_sysopen - path"
 
 
 @pytest.mark.skipif(ptrace_allowed() is not None, reason="ptrace not permitted")
