@@ -138,8 +138,11 @@ static void header_json(struct mw_out *o, bool with_malloc,
 	mw_out_json_u64(o, "unknown_freed_bytes", mw_live_unknown_bytes());
 	mw_out_str(o, ",\"net_change_bytes\":");
 	mw_out_i64(o, net_change(&st));
-	if (held)
+	if (held) {
 		mw_out_json_u64(o, "held_gc_count", held->generation);
+		mw_out_json_u64(o, "held_min_age", held->min_age);
+		mw_out_json_u64(o, "held_window_gcs", held->max_age);
+	}
 	mw_out_str(o, "}\n");
 }
 

@@ -13,6 +13,8 @@
  * by the helper after mw_rbjob_run returned (acquire). */
 static struct mw_gc_result job_out;
 
+uint64_t mw_gc_ours;
+
 static uint64_t tracked_live(void)
 {
 	struct mw_stats st;
@@ -34,6 +36,7 @@ static int gc_job(void)
 	t0 = mw_monotonic_ns();
 	ret = mw_rb_try_call(*mw_rb.mGC, "start");
 	mw_ruby_generation_refresh();	/* what the GC kept is held */
+	__atomic_store_n(&mw_gc_ours, mw_track_now(), __ATOMIC_RELAXED);
 	job_out.ns = mw_monotonic_ns() - t0;
 	job_out.live_after = tracked_live();
 	mw_track_quiet_leave();

@@ -25,4 +25,9 @@ struct mw_gc_result {
  * Context: the helper thread only (it waits). */
 int mw_gc_run(int start_ms, struct mw_gc_result *r);
 
+/* The GC generation right after the last GC.start of ours (0: none):
+ * until another GC runs, every live block was referenced when a full
+ * GC marked (held.c).  Context: any; read relaxed. */
+extern uint64_t mw_gc_ours;
+
 #endif

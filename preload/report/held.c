@@ -9,11 +9,25 @@
 #include "core/sample.h"
 #include "core/sites.h"
 #include "core/track.h"
+#include "report/gc.h"
 
 struct walk {
 	struct mw_held *held;
 	uint64_t now;
 };
+
+static uint64_t age(const struct walk *w, const struct mw_live_entry *e)
+{
+	return (w->now - mw_live_birth(e)) & MW_BIRTH_MASK;
+}
+
+static void oldest(const struct mw_live_entry *e, void *arg)
+{
+	struct walk *w = arg;
+
+	if (mw_site_get(mw_live_site(e)) && age(w, e) > w->held->max_age)
+		w->held->max_age = age(w, e);
+}
 
 static void add(struct mw_held *h, uint32_t id, uint64_t bytes)
 {
@@ -29,8 +43,8 @@ static void held_one(const struct mw_live_entry *e, void *arg)
 	uint64_t size = mw_live_size(e);
 	const struct mw_site *s;
 
-	if (((w->now - mw_live_birth(e)) & MW_BIRTH_MASK) == 0)
-		return;		/* no GC since it was made: in flight */
+	if (age(w, e) < w->held->min_age)
+		return;		/* in flight */
 	s = mw_site_get(mw_live_site(e));
 	if (!s)
 		return;		/* a marker (code, heap pages) */
@@ -60,6 +74,12 @@ int mw_held_take(struct mw_held *held)
 		return -ENOMEM;
 	held->bytes = p;
 	w.now = held->generation = mw_track_now();
+	held->max_age = 0;
+	mw_live_each(0, oldest, &w);
+	held->min_age = held->max_age / 4 > 1 ? held->max_age / 4 : 1;
+	/* right after our full GC: all it kept was referenced */
+	if (__atomic_load_n(&mw_gc_ours, __ATOMIC_RELAXED) == w.now)
+		held->min_age = 1;
 	mw_live_each(0, held_one, &w);
 	return 0;
 }

@@ -4,12 +4,21 @@
  *
  * Under Ruby most live bytes of a busy process are in flight: strings
  * and buffers of requests under way, garbage no GC has looked at yet.
- * A block that has lived through a GC was still referenced when the GC
- * marked (or is held by a C extension that never frees it): what a leak
- * and a cache are made of.  The live table knows each block's birth in
- * GC generations, so one walk of it splits every site's live bytes into
- * held and in flight, scaled as the site's counts are (sampling,
- * sampled stacks).
+ * A block that has lived through GCs was still referenced when they
+ * marked (or is kept by C code that never frees it): what a leak and a
+ * cache are made of.  One GC is not enough under load: every request
+ * under way when it ran lives through it (16 Puma threads of a Redmine
+ * held more than its leak).  So a block is held when it has lived
+ * through a quarter of the GCs the table has seen (its oldest block's
+ * age, about the window's), and at least one: a leak keeps three
+ * quarters of what it made in the window there, a request's garbage
+ * and a cache that turns over faster keep nothing.  Right after a full
+ * GC of ours (--gc) one is enough: that GC kept only what was
+ * referenced.  The live table
+ * knows each block's birth in GC generations: two walks of it (the
+ * oldest age, then the sums) split every site's live bytes into held
+ * and in flight, scaled as the site's counts are (sampling, sampled
+ * stacks).
  */
 #ifndef MW_HELD_H
 #define MW_HELD_H
@@ -22,6 +31,8 @@ struct mw_held {
 	uint32_t nsites;
 	size_t len;		/* bytes mapped for @bytes */
 	uint64_t generation;	/* the GC count the walk compared with */
+	uint64_t max_age;	/* in GCs: the oldest live block's age */
+	uint64_t min_age;	/* in GCs: a held block's least age */
 };
 
 /* Walks the live table once.  Returns 0 with @held filled (free it with

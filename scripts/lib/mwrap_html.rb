@@ -217,7 +217,7 @@ module MwrapHtml
     return "" if rows.empty?
 
     held = MwrapReport.held?(dump)
-    what = held ? "what they hold (lived through a GC)" : "their live bytes"
+    what = held ? "what they hold (held, above)" : "their live bytes"
     html = +"<h2>The application's lines</h2>\n<p>Ranked by #{what}, growth first " \
             "(estimates from the sampled stacks).</p>\n<table id=\"apps\"><thead><tr>"
     heads = [held ? "held_bytes" : "live_bytes"]

@@ -627,9 +627,15 @@ module MwrapReport
       return "no GC has run since tracking began: no block has lived through one yet, so rows rank by live bytes"
     end
 
-    format("held %s of %s tracked live: blocks that lived through a GC; the rest is in flight " \
-           "(made since the last GC: garbage not yet collected, work under way)",
-           human(dump.sites.sum { |s| s[:held].to_i }), human(live))
+    h = dump.header
+    through = if h["held_min_age"].to_i > 1
+                format("at least %d of the %d GCs since the oldest", h["held_min_age"], h["held_window_gcs"])
+              else
+                "a GC"
+              end
+    format("held %s of %s tracked live: blocks that lived through %s; the rest is in flight " \
+           "(garbage not yet collected, work under way)",
+           human(dump.sites.sum { |s| s[:held].to_i }), human(live), through)
   end
 
   # The application's lines (app_rows), the first table: what each holds,
@@ -641,7 +647,7 @@ module MwrapReport
 
     held = held?(dump)
     series = dump.series unless dump.series&.empty?
-    what = held ? "what they hold (lived through a GC)" : "their live bytes"
+    what = held ? "what they hold (held, above)" : "their live bytes"
     out = +"the application's lines, ranked by #{what}, growth first (estimates from the sampled stacks):\n"
     out << format("%14s %14s  %-22s  %s\n", held ? "held_bytes" : "live_bytes", held ? "in_flight" : "",
                   series ? "growth" : "", "location")
