@@ -76,7 +76,7 @@ int mw_held_take(struct mw_held *held)
 	w.now = held->generation = mw_track_now();
 	held->max_age = 0;
 	mw_live_each(0, oldest, &w);
-	held->min_age = held->max_age / 4 > 1 ? held->max_age / 4 : 1;
+	held->min_age = held->max_age / 2 > 1 ? held->max_age / 2 : 1;
 	/* right after our full GC: all it kept was referenced */
 	if (__atomic_load_n(&mw_gc_ours, __ATOMIC_RELAXED) == w.now)
 		held->min_age = 1;

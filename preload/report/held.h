@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* held.h - what the process holds: per site, the live bytes of blocks
- * that have lived through at least one GC since they were made.
+ * that have lived through GCs since they were made (how many: below).
  *
  * Under Ruby most live bytes of a busy process are in flight: strings
  * and buffers of requests under way, garbage no GC has looked at yet.
@@ -8,17 +8,19 @@
  * marked (or is kept by C code that never frees it): what a leak and a
  * cache are made of.  One GC is not enough under load: every request
  * under way when it ran lives through it (16 Puma threads of a Redmine
- * held more than its leak).  So a block is held when it has lived
- * through a quarter of the GCs the table has seen (its oldest block's
- * age, about the window's), and at least one: a leak keeps three
- * quarters of what it made in the window there, a request's garbage
- * and a cache that turns over faster keep nothing.  Right after a full
+ * held more than its leak).  Nor is a quarter of the window's GCs: an
+ * LRU's evicted entries, promoted to Ruby's old generation, wait for a
+ * major GC, and a 200-entry cache beside the leak held as much.  So a
+ * block is held when it has lived through half the GCs the table has
+ * seen (its oldest block's age, about the window's), and at least one:
+ * a leak keeps what it made in the window's first half, a request's
+ * garbage and a cache that turns over faster (its evictions freed by a
+ * major GC within half a window) keep nothing.  Right after a full
  * GC of ours (--gc) one is enough: that GC kept only what was
- * referenced.  The live table
- * knows each block's birth in GC generations: two walks of it (the
- * oldest age, then the sums) split every site's live bytes into held
- * and in flight, scaled as the site's counts are (sampling, sampled
- * stacks).
+ * referenced.  The live table knows each block's birth in GC
+ * generations: two walks of it (the oldest age, then the sums) split
+ * every site's live bytes into held and in flight, scaled as the site's
+ * counts are (sampling, sampled stacks).
  */
 #ifndef MW_HELD_H
 #define MW_HELD_H

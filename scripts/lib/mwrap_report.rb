@@ -651,6 +651,9 @@ module MwrapReport
     out = +"the application's lines, ranked by #{what}, growth first (estimates from the sampled stacks):\n"
     out << format("%14s %14s  %-22s  %s\n", held ? "held_bytes" : "live_bytes", held ? "in_flight" : "",
                   series ? "growth" : "", "location")
+    # what holds nothing is not the answer
+    all = rows.size
+    rows = rows.select { |r| rank_bytes(r, held).positive? }
     rows.first(APP_ROWS).each do |r|
       flight = held ? human([r[:live] - r[:held], 0].max) : ""
       out << format("%14s %14s  %-22s  %s\n", human(rank_bytes(r, held)), flight,
@@ -658,7 +661,9 @@ module MwrapReport
       r[:reaches].first(CALLERS_SHOWN).each { |l, sh| out << "#{' ' * 20}allocating in #{caller_words(l, sh)}\n" }
       r[:callers].first(CALLERS_SHOWN).each { |l, sh| out << "#{' ' * 20}called from #{caller_words(l, sh)}\n" }
     end
-    out << format("(%d of %d application lines shown)\n", [rows.size, APP_ROWS].min, rows.size)
+    out << format("(%d of the %d application lines that %s shown; %d more %s none)\n",
+                  [rows.size, APP_ROWS].min, rows.size, held ? "hold memory" : "have live bytes",
+                  all - rows.size, held ? "hold" : "have")
   end
 
   # Fewer allocations a second than this over a window: an idle process
@@ -792,7 +797,10 @@ module MwrapReport
       header[k] = dumps.sum { |d| d.header[k].to_i } if dumps.all? { |d| d.header[k] }
     end
     %w[age_unit sample_bytes stack_sample_bytes seconds].each { |k| header[k] = dumps.first&.header&.dig(k) }
-    header["held_gc_count"] = dumps.map { |d| d.header["held_gc_count"] }.max if dumps.all? { |d| d.header["held_gc_count"] }
+    # each process's own threshold made its held bytes: the largest said
+    %w[held_gc_count held_min_age held_window_gcs].each do |k|
+      header[k] = dumps.map { |d| d.header[k] }.max if dumps.all? { |d| d.header[k] }
+    end
     %w[library_dirs app_dirs].each { |k| header[k] = dumps.flat_map { |d| Array(d.header[k]) }.uniq }
     mappings = dumps.flat_map { |d| Array(d.mappings) }.uniq { |m| [m["path"], m["build_id"], m["start"]] }
     Dump.new(header: header.compact, sites: sites,
