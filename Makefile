@@ -66,7 +66,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 
 .PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench bench-puma clean install \
 	install-product gem deb packages test-packages help \
-	check-hooks check-layers test-versions test-debian13 test-ruby34 test-ruby-src test-container test-rails \
+	check-hooks check-layers test-versions test-debian13 test-ruby34 test-ruby-src test-container test-rails test-redmine \
 	test-speedscope sidecar test-sidecar test-arm64
 
 # `make` builds into build/ and installs nothing; `make setup` first
@@ -100,6 +100,8 @@ help:
 	@echo "make test-container attach in podman containers (default and killing seccomp profiles)"
 	@echo "make test-rails     Debian's Rails under a Puma cluster, attached with no flag but the window;"
 	@echo "                    a Rack app's flame graph under Puma, in headless Chromium"
+	@echo "make test-redmine   Debian's Redmine under a Puma cluster with a leaking plugin, attached with no flag"
+	@echo "                    but the window: the plugin's leak line first, a bounded cache below it, pprof"
 	@echo "make test-speedscope  --format=speedscope against speedscope's npm package (its schema, its viewer)"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make man        rewrite the man pages' EXIT STATUS from scripts/lib/mwrap_attach/exit_codes.rb"
@@ -409,6 +411,15 @@ test-rails: setup
 # --format=speedscope against the speedscope npm package's schema and
 # viewer (fetched once into /var/cache/mwrap-attach/npm; make test skips
 # those tests, saying why, until it is there).
+# Debian's Redmine (an application nobody here wrote) under a Puma
+# cluster with keep-alive load and a plugin of ours that leaks
+# (tests/redmine; its prepared database cached in
+# /var/cache/mwrap-attach/redmine): the report names the plugin's line first.
+test-redmine: setup
+	@scripts/install-deps redmine
+	tests/redmine/setup.sh
+	MWRAP_TEST_REDMINE=1 $(PYTEST) -q -s tests/redmine
+
 test-speedscope: setup
 	@scripts/install-deps speedscope
 	$(PYTEST) -q tests/test_speedscope.py

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import (LEAK_RB, ROOT, during_window, parse_dump, ptrace_allowed,
-                      run, start_leak)
+                      run, site_rows, start_leak)
 
 BUILD_OUTPUTS = (".o", ".d", ".so")
 
@@ -136,7 +136,7 @@ def test_the_installed_mwrap_attach_attaches(installed, spawn):
     code, out, err = during_window([str(prefix / "bin/mwrap-attach"), "-p", str(t.pid),
                                     "-d", "3"], t.pid, leak)
     assert code == 0, err
-    row = next(line for line in out.splitlines() if line.endswith(f"{LEAK_RB}:{leak_line}"))
+    row = next(line for line in site_rows(out.splitlines()) if line.endswith(f"{LEAK_RB}:{leak_line}"))
     live = int(row.split()[0])
     assert 200 * 5000 <= live <= 200 * 5000 + 200 * 64, row
     assert f"{prefix}/lib/mwrap-attach/libmwrap.so" in open(f"/proc/{t.pid}/maps").read()

@@ -218,7 +218,7 @@ module MwrapHtml
 
     held = MwrapReport.held?(dump)
     what = held ? "what they hold (held, above)" : "their live bytes"
-    html = +"<h2>The application's lines</h2>\n<p>Ranked by #{what}, growth first " \
+    html = +"<h2>The application's lines</h2>\n<p>Ranked by #{what} " \
             "(estimates from the sampled stacks).</p>\n<table id=\"apps\"><thead><tr>"
     heads = [held ? "held_bytes" : "live_bytes"]
     heads << "in_flight" if held

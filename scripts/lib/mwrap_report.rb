@@ -303,15 +303,17 @@ module MwrapReport
     bytes.select { |_, b| b.positive? }.sort_by { |l, b| [-b, l] }.map { |l, b| [l, b / sum] }
   end
 
-  # Growth first, then bytes: rows whose held bytes rise (or whose growth
-  # the window's series cannot tell) before those that levelled off (a
-  # cache that filled), then the flat and falling ones; within each, by
-  # held bytes (live without them).  Each row gets its :trend.
+  # By held bytes (live without them): held is itself the growth that
+  # lasts, what the window's first half made and kept (held.h).  A row's
+  # growth label comes from the series of its innermost lines, which
+  # rows allocating in one library line (two callers of JSON.generate)
+  # share: in Redmine a leak and a bounded cache there read "levelled"
+  # and "rising" either way round, so the label does not rank.  Each
+  # row gets its :trend.
   def self.rank_apps(dump, rows, held)
     series = dump.series unless dump.series&.empty?
     rows.each { |r| r[:trend] = series&.trend_for(r, held: held) }
-    order = { "rising" => 0, nil => 0, "levelled" => 1 }
-    rows.sort_by { |r| [order.fetch(r[:trend]&.dig(:state), 2), -rank_bytes(r, held), r[:location]] }
+    rows.sort_by { |r| [-rank_bytes(r, held), r[:location]] }
   end
 
   # The bytes a row ranks by: held with HELD, else live (totals in
@@ -648,7 +650,7 @@ module MwrapReport
     held = held?(dump)
     series = dump.series unless dump.series&.empty?
     what = held ? "what they hold (held, above)" : "their live bytes"
-    out = +"the application's lines, ranked by #{what}, growth first (estimates from the sampled stacks):\n"
+    out = +"the application's lines, ranked by #{what} (estimates from the sampled stacks):\n"
     out << format("%14s %14s  %-22s  %s\n", held ? "held_bytes" : "live_bytes", held ? "in_flight" : "",
                   series ? "growth" : "", "location")
     # what holds nothing is not the answer

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Debian's Redmine under Puma for tests/redmine: setup.sh's prepared
 state, our plugin installed for the run only, and a cluster serving a
-fresh copy of the seeded database.  (Not server.py: tests/rails has one,
-and pytest imports both directories' helpers by their bare names.)"""
+fresh copy of the seeded database.  One run at a time: the plugin's
+place and the instance's log and cache are shared.  (Not server.py:
+tests/rails has one, and pytest imports both directories' helpers by
+their bare names.)"""
 import contextlib
 import os
 import shutil

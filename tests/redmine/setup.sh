@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # setup.sh - prepares Debian's Redmine for tests/redmine, once: installs
-# it (scripts/install-deps redmine), then makes under $STATE (default
+# it if missing (scripts/install-deps redmine), then makes under $STATE (default
 # /var/cache/mwrap-attach/redmine):
 #   instance/        a Redmine instance of ours (Debian's multi-instance
 #                    layout, REDMINE_INSTANCE=mwrap-attach, reached through
@@ -24,7 +24,14 @@ INSTANCE=mwrap-attach
 LINK=/var/lib/redmine/$INSTANCE
 REDMINE=/usr/share/redmine
 
-"$ROOT/scripts/install-deps" redmine
+# Debian's packages, by install-deps' redmine group; only when missing,
+# as every test run calls this too
+for p in redmine redmine-sqlite puma; do
+	case "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" in
+	*" installed") ;;
+	*) "$ROOT/scripts/install-deps" redmine; break ;;
+	esac
+done
 
 stamp() {
 	echo "redmine $(dpkg-query -W -f='${Version}' redmine)"
@@ -35,9 +42,10 @@ stamp() {
 usable() {
 	[ -f "$STATE/stamp" ] && [ "$(cat "$STATE/stamp")" = "$(stamp)" ] || return 1
 	[ "$(readlink "$LINK")" = "$STATE/instance" ] || return 1
+	[ -f "$STATE/seed.txt" ] && [ -f "$STATE/redmine.sqlite3" ] || return 1
 	grep -q '^  timeout: 10000$' "$STATE/instance/config/database.yml" || return 1
-	key=$(sed -n 's/.*api_key=\([0-9a-f]*\).*/\1/p' "$STATE/seed.txt")
-	issues=$(sed -n 's/.*issues=\([0-9]*\).*/\1/p' "$STATE/seed.txt")
+	key=$(sed -n 's/.* api_key=\([0-9a-f]*\).*/\1/p' "$STATE/seed.txt")
+	issues=$(sed -n 's/.* issues=\([0-9]*\).*/\1/p' "$STATE/seed.txt")
 	[ -n "$key" ] && [ -n "$issues" ] || return 1
 	[ "$(sqlite3 "$STATE/redmine.sqlite3" "PRAGMA quick_check; PRAGMA journal_mode;
 		SELECT count(*) FROM issues;
