@@ -109,7 +109,7 @@ help:
 	@echo "make product    build only what is installed; installs no package (WERROR= : warnings not fatal)"
 	@echo "make install-product  make install without installing Debian packages"
 	@echo "make gem        build/pkg/mwrap-attach-VERSION.gem (gem install builds it)"
-	@echo "make deb        build/pkg/mwrap-attach_VERSION_amd64.deb (dpkg-buildpackage on a copy of the tree)"
+	@echo "make deb        build/pkg/mwrap-attach_VERSION_ARCH.deb (dpkg-buildpackage on a copy of the tree)"
 	@echo "make test-packages  both, installed in fresh minimal Debian 12 and 13 roots, attach to Ruby"
 	@echo "make sidecar    the debug-sidecar image localhost/mwrap-attach-sidecar:VERSION (the .deb, podman)"
 	@echo "make test-sidecar   the sidecar image attaches to a Ruby service in another podman container"
@@ -488,9 +488,12 @@ gem:
 	@mkdir -p $(PKG)
 	gem build mwrap-attach.gemspec -o $(PKG)/mwrap-attach-$(VERSION).gem
 
-# The Debian package, for the release this machine runs: dpkg-buildpackage
-# on a copy of the tree (it writes beside the tree and cleans it first).
+# The Debian package, for the release and the architecture this machine
+# runs: dpkg-buildpackage on a copy of the tree (it writes beside the
+# tree and cleans it first), its build dependencies installed first.
+ARCH = $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 deb:
+	@scripts/install-deps build packages
 	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || { \
 		echo "make deb: debian/changelog is at $$v, VERSION at $(VERSION):" \
 			"add an entry (dch -v $(VERSION))" >&2; exit 1; }
@@ -506,7 +509,7 @@ packages: gem deb
 
 # The .deb again only when a file it is made of changed (make deb always
 # builds it anew): what make sidecar installs.
-DEB_FILE = $(PKG)/mwrap-attach_$(VERSION)_amd64.deb
+DEB_FILE = $(PKG)/mwrap-attach_$(VERSION)_$(ARCH).deb
 DEB_SOURCES = VERSION Makefile $(shell find preload inject ruby-ext man debian \
 	scripts/mwrap scripts/mwrap-attach scripts/mwrap-report scripts/lib \
 	-type f ! -name '*.o' ! -name '*.d' ! -name '*.so' ! -name '*.so.*' \

@@ -20,7 +20,9 @@ with open(os.path.join(ROOT, "VERSION")) as f:
     VERSION = f.read().strip()
 PKG = os.path.join(ROOT, "build", "pkg")
 GEM = f"mwrap-attach-{VERSION}.gem"
-DEB = f"mwrap-attach_{VERSION}_amd64.deb"
+DEB = "mwrap-attach_{}_{}.deb".format(
+    VERSION, subprocess.run(["dpkg", "--print-architecture"], capture_output=True,
+                            text=True).stdout.strip())
 
 # each command answers --version with its name and VERSION
 VERSIONS = "for c in mwrap-attach mwrap mwrap-report; do " \
@@ -116,7 +118,7 @@ def release():
 
 
 def test_deb_installs_working_commands_and_man_pages():
-    """apt-get install ./mwrap-attach_VERSION_amd64.deb (no Recommends)
+    """apt-get install ./mwrap-attach_VERSION_ARCH.deb (no Recommends)
     in a minimal Debian 12 root brings what it depends on; then man
     shows each command's page, mwrap-attach names the leaking line,
     mwrap traces and ruby -rmwrap loads the extension."""
