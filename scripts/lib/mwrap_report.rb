@@ -649,8 +649,8 @@ module MwrapReport
 
     held = held?(dump)
     series = dump.series unless dump.series&.empty?
-    what = held ? "what they hold (held, above)" : "their live bytes"
-    out = +"the application's lines, ranked by #{what} (estimates from the sampled stacks):\n"
+    what = held ? "what they hold (held, above; " : "their live bytes ("
+    out = +"the application's lines, ranked by #{what}estimates from the sampled stacks):\n"
     out << format("%14s %14s  %-22s  %s\n", held ? "held_bytes" : "live_bytes", held ? "in_flight" : "",
                   series ? "growth" : "", "location")
     # what holds nothing is not the answer
