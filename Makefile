@@ -145,7 +145,7 @@ INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
 	build/tests/test_maps build/tests/test_symtab build/tests/test_ectls \
-	build/tests/test_leaves
+	build/tests/test_leaves build/tests/test_scprobe
 
 # The GOT patcher's matrix (tests/test_got_matrix.py), after plthook's:
 # an executable and its library built PIE or not, without or with RELRO,
@@ -214,7 +214,7 @@ $(LIBMWRAP): $(LIB_OBJS)
 	done
 
 # gdb_script.S embeds inject/gdb/attach.py (.incbin, a path from here)
-$(INJECTOR): $(INJECT_SRCS) $(wildcard inject/*.h) preload/inject_abi.h \
+$(INJECTOR): $(INJECT_SRCS) $(wildcard inject/*.h) inject/syscalls.def preload/inject_abi.h \
 		inject/gdb/attach.py
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -std=gnu11 -o $@ $(INJECT_SRCS)
@@ -328,6 +328,15 @@ build/tests/test_maps: tests/c/test_maps.c inject/maps.c inject/maps.h \
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/leaves.c \
 		inject/leaves_$(MW_ARCH).c -ldl
+
+# the seccomp probes (inject/scprobe.c): one for every listed syscall
+SCPROBE_SRCS = inject/scprobe.c inject/syscalls.c inject/syscalls_$(MW_ARCH).c \
+	inject/elfsym.c inject/maps.c inject/leaves.c \
+	inject/leaves_$(MW_ARCH).c
+build/tests/test_scprobe: tests/c/test_scprobe.c $(SCPROBE_SRCS) inject/syscalls.def \
+		$(wildcard inject/*.h) tests/c/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< $(SCPROBE_SRCS) -ldl
 
 # the leaves (inject/leaves.c) as this CPU's libc picks them: on aarch64
 # each one's code walked

@@ -19,6 +19,8 @@
 /* PTRACE_GETREGS' set */
 typedef struct user_regs_struct mwi_regs;
 #define MWI_ARCH_NAME "x86_64"
+/* syscalls.def's column for this CPU */
+#define MWI_SC_COLUMN(x86_64, aarch64) x86_64
 #elif defined(__aarch64__)
 #include <asm/ptrace.h>
 /* NT_PRSTATUS (x0-x30, sp, pc, pstate) and NT_ARM_SYSTEM_CALL: the
@@ -29,6 +31,7 @@ typedef struct {
 	int syscallno;
 } mwi_regs;
 #define MWI_ARCH_NAME "aarch64"
+#define MWI_SC_COLUMN(x86_64, aarch64) aarch64
 #else
 #error "inject/: no arch_*.c for this CPU (x86_64 and aarch64 are done)"
 #endif

@@ -29,6 +29,10 @@ static long sys_result(long r)
 	return r < 0 ? -errno : 0;
 }
 
+/* probe()'s answer for a syscall it has no probe for: its result stays
+ * unknown, never "allowed" (tests/c/test_scprobe.c lists them) */
+#define NO_PROBE 1L
+
 /* One probe per listed syscall, in the child: 0 when the syscall ran
  * (or failed the way it does when allowed), else the errno it got. */
 static long probe(int nr)
@@ -205,8 +209,11 @@ static long probe(int nr)
 	case SYS_process_vm_readv:
 		return sys_result(syscall(nr, getpid(), &local, 1, &remote, 1,
 					  0));
-	default:	/* rt_sigreturn, exit: probed by probe_child */
-		return 0;
+	case SYS_rt_sigreturn:
+	case SYS_exit:
+		return 0;	/* probed by probe_child */
+	default:	/* listed in syscalls.def, not probed here yet */
+		return NO_PROBE;
 	}
 }
 
@@ -312,6 +319,8 @@ int mwi_sc_probe_all(struct mwi_sc_result *res)
 		while ((n = (int)read(fds[0], &r, sizeof(r))) == sizeof(r)) {
 			if (r.kind == 'S') {
 				started = r.i;
+			} else if (r.kind == 'R' && r.err == NO_PROBE) {
+				started = -1;
 			} else if (r.kind == 'R') {
 				res[r.i].unknown = 0;
 				if (r.err) {

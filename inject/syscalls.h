@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* syscalls.h - the syscalls the injector reasons about, each list
- * written once, with the numbers of the CPU built for (syscalls_x86_64.c,
- * syscalls_aarch64.c):
+ * written once, with a column per CPU (syscalls.def, read by syscalls.c
+ * with the numbers of the CPU built for):
  *  - the ones an attach makes in the target, with how much it needs
  *    each: seccomp.c judges the target's filter on them;
  *  - the blocking ones during which a thread holds no libc or loader

@@ -1,13 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* syscalls_aarch64.c - syscalls.h's lists with aarch64's syscalls: the
- * generic table (asm-generic/unistd.h), which has no poll, rename,
- * mkdir, rmdir, unlink, readlink, select, pause or epoll_wait: glibc
- * makes ppoll, renameat, mkdirat, unlinkat, readlinkat, pselect6 and
- * epoll_pwait instead.  arm64 keeps getrlimit (163, the generic table's
- * __ARCH_WANT_SET_GET_RLIMIT) beside prlimit64: an attach in the arm64
- * VM made 163 (tests/container/test_seccomp.py's logger, issue 31), so
- * both are listed.  The list of what an attach makes is otherwise
- * x86-64's, translated. */
+/* syscalls_aarch64.c - syscalls.h's per-libc list on aarch64: whether
+ * the target's glibc makes clone3 (the lists themselves are
+ * syscalls.def's). */
 #include "syscalls.h"
 #include "elfsym.h"
 #include "maps.h"
@@ -17,100 +11,7 @@
 #include <sys/syscall.h>
 
 #define REQ MWI_SC_REQUIRED
-#define FEAT MWI_SC_FEATURE
 #define OPT MWI_SC_OPTIONAL
-
-/* Every syscall an attach makes in the target, measured with
- * tests/container/test_seccomp.py (a target whose every syscall is
- * logged through SECCOMP_RET_USER_NOTIF): a syscall the library starts
- * making fails that test until it is listed here. */
-const struct mwi_sc_call mwi_sc_calls[] = {
-	{ SYS_read, "read", "dlopen, helper", REQ, "dlopen fails" },
-	{ SYS_write, "write", "helper", REQ, "no answers, no dumps" },
-	{ SYS_pread64, "pread64", "dlopen", REQ, "dlopen fails" },
-	{ SYS_openat, "openat", "dlopen, helper", REQ, "dlopen fails" },
-	{ SYS_close, "close", "dlopen, helper", REQ, "dlopen fails" },
-	{ SYS_newfstatat, "newfstatat", "dlopen, helper", REQ,
-	  "dlopen fails" },
-	{ SYS_fstat, "fstat", "helper", REQ, "no control file" },
-	{ SYS_lseek, "lseek", "helper", REQ, "no control file" },
-	{ SYS_mmap, "mmap", "dlopen, helper", REQ, "dlopen fails" },
-	{ SYS_mprotect, "mprotect", "dlopen, GOT patching", REQ,
-	  "dlopen fails" },
-	{ SYS_munmap, "munmap", "dlopen, helper", REQ, "dlopen fails" },
-	{ SYS_madvise, "madvise", "helper thread's exit", OPT,
-	  "its stack is kept" },
-	{ SYS_brk, "brk", "the target's malloc", REQ, "malloc fails" },
-	{ SYS_futex, "futex", "dlopen, helper", REQ, "locks fail" },
-	{ SYS_rt_sigaction, "rt_sigaction", "SIGURG handler", REQ,
-	  "the attach fails" },
-	{ SYS_rt_sigprocmask, "rt_sigprocmask", "mw_attach", REQ,
-	  "the helper could take the application's signals" },
-	{ SYS_rt_sigreturn, "rt_sigreturn", "guarded calls, SIGURG", REQ,
-	  "the target crashes" },
-	{ SYS_restart_syscall, "restart_syscall", "the injector's restore",
-	  REQ, "an interrupted syscall fails" },
-	{ SYS_sigaltstack, "sigaltstack", "guarded calls", OPT,
-	  "calls are not guarded against the injector's death" },
-	/* a glibc with clone3's code tries clone3 and falls back to clone
-	 * on ENOSYS only (what the runtimes' default profiles answer):
-	 * judged as a pair in mwi_sc_check(); one without it (arm64's
-	 * glibc before it had one: Debian 12's 2.36) makes clone alone:
-	 * mwi_sc_calls_for() */
-	{ SYS_clone3, "clone3", "pthread_create", REQ, "no helper thread" },
-	{ SYS_clone, "clone", "pthread_create", OPT,
-	  "no helper thread where glibc has no clone3" },
-	{ SYS_set_robust_list, "set_robust_list", "helper thread", OPT,
-	  "none" },
-	{ SYS_rseq, "rseq", "helper thread", OPT, "none" },
-	{ SYS_eventfd2, "eventfd2", "mw_attach", REQ, "the attach fails" },
-	{ SYS_ppoll, "ppoll", "helper", REQ, "the helper spins" },
-	{ SYS_inotify_init1, "inotify_init1", "helper", OPT,
-	  "commands wait up to 200 ms" },
-	{ SYS_inotify_add_watch, "inotify_add_watch", "helper", OPT,
-	  "commands wait up to 200 ms" },
-	{ SYS_membarrier, "membarrier", "liburcu", OPT,
-	  "liburcu uses a slower barrier" },
-	{ SYS_getpid, "getpid", "helper", REQ, "dumps fail" },
-	{ SYS_gettid, "gettid", "--objects", FEAT, "no object view" },
-	{ SYS_getuid, "getuid", "--objects", FEAT, "no object view" },
-	{ SYS_geteuid, "geteuid", "helper", REQ, "no control file" },
-	{ SYS_getrlimit, "getrlimit", "site table (RLIMIT_AS)", OPT,
-	  "the table's address space is reserved as if unlimited" },
-	{ SYS_prlimit64, "prlimit64", "site table (RLIMIT_AS)", OPT,
-	  "the table's address space is reserved as if unlimited" },
-	{ SYS_readlinkat, "readlinkat", "dump header", OPT,
-	  "no program name" },
-	{ SYS_renameat, "renameat", "dump", REQ, "no dump" },
-	{ SYS_mkdirat, "mkdirat", "helper: runtime directory (mkdtemp)", REQ,
-	  "no control channel" },
-	{ SYS_getrandom, "getrandom", "mkdtemp", OPT,
-	  "names from the clock" },
-	/* unlink and rmdir too */
-	{ SYS_unlinkat, "unlinkat", "dump, detach, window's end", REQ,
-	  "files left behind" },
-	{ SYS_ftruncate, "ftruncate", "--dump-all", FEAT,
-	  "no ObjectSpace.dump_all" },
-	{ SYS_clock_nanosleep, "clock_nanosleep", "mw_attach, mw_detach",
-	  OPT, "the wait spins" },
-	{ SYS_nanosleep, "nanosleep", "--objects", FEAT, "no object view" },
-	{ SYS_getdents64, "getdents64", "--objects, window's end", FEAT,
-	  "no object view, runtime directory left behind" },
-	{ SYS_tgkill, "tgkill", "--objects", FEAT, "no object view" },
-	{ SYS_rt_tgsigqueueinfo, "rt_tgsigqueueinfo", "--objects", FEAT,
-	  "no object view" },
-	{ SYS_process_vm_readv, "process_vm_readv", "--scan", FEAT,
-	  "--scan unavailable" },
-	{ SYS_exit, "exit", "helper thread's end (detach)", REQ,
-	  "detach never ends" },
-	/* a tracer skips a syscall with -1, and the filter still runs:
-	 * the injector does at each call it starts from a syscall stop */
-	{ -1, "skipped-syscall", "the injector, between calls", OPT, "none" },
-	{ 0, NULL, NULL, REQ, NULL },
-};
-
-_Static_assert(sizeof(mwi_sc_calls) / sizeof(mwi_sc_calls[0]) <=
-	       MWI_SC_MAX_CALLS, "raise MWI_SC_MAX_CALLS");
 
 /* glibc's clone3 wrapper (sysdeps/unix/sysv/linux/aarch64/clone3.S):
  * "mov x8, #435; svc #0", in no libc that lacks it (Debian 12's 2.36 has
@@ -159,17 +60,3 @@ const struct mwi_sc_call *mwi_sc_calls_for(pid_t pid)
 	calls[i] = mwi_sc_calls[i];	/* the end */
 	return calls;
 }
-
-/* Each of them waits for the outside world (a file descriptor, a
- * child, a signal, time) with no lock of libc or the loader held. */
-const long mwi_blocking_safe[] = {
-	SYS_read, SYS_pread64, SYS_readv, SYS_ppoll,
-	SYS_pselect6, SYS_epoll_pwait, SYS_nanosleep,
-	SYS_clock_nanosleep, SYS_wait4, SYS_waitid,
-	SYS_rt_sigsuspend, SYS_accept, SYS_accept4, SYS_recvfrom,
-	SYS_recvmsg, SYS_rt_sigtimedwait,
-	SYS_restart_syscall,	/* continues one of the above */
-};
-const size_t mwi_nblocking_safe =
-	sizeof(mwi_blocking_safe) / sizeof(mwi_blocking_safe[0]);
-
