@@ -62,3 +62,32 @@ def test_the_usage_names_every_declared_option():
     for o in declared():
         # the usage names each one (-d as -d, the rest by their long name)
         assert any(s in help_text for s in o["switches"]), o["name"]
+
+
+def man_synopsis():
+    """man/mwrap-attach.1's SYNOPSIS as plain text, one line per form."""
+    with open(os.path.join(ROOT, "man", "mwrap-attach.1")) as f:
+        text = f.read()
+    syn = text.split(".SH SYNOPSIS", 1)[1].split("\n.SH ", 1)[0]
+    syn = syn.replace("\\-", "-").replace("\\fI", "").replace("\\fR", "").replace("\\fB", "")
+    forms, cur = [], []
+    for line in syn.splitlines():
+        if line.startswith(".br"):
+            forms.append(" ".join(cur))
+            cur = []
+        elif line.strip():
+            cur.append(line.split(" ", 1)[1] if line.startswith(".") and " " in line else line)
+    forms.append(" ".join(cur))
+    return forms
+
+
+def test_the_man_page_synopsis_names_every_declared_option():
+    """Every option of the declaration is in the man page's synopsis,
+    and --dump's form names what a dump takes (--format among them)."""
+    forms = man_synopsis()
+    text = " ".join(forms)
+    for o in declared():
+        assert any(s in text for s in o["switches"]), o["name"]
+    dump = next(f for f in forms if "--dump " in f + " ")
+    for opt in ("--gc", "--objects", "--scan", "-o", "--format"):
+        assert opt in dump, (opt, dump)
