@@ -19,9 +19,9 @@ module MwrapAttach
     # Attaches to TARGET (checked by Preflight) as the options O say;
     # returns our exit code.
     def self.run(target, o)
-      if target.attached? && (stats = ControlClient.find(target)&.stats rescue nil)
-        fail!(EXIT[:already_attached], *ControlClient.refusal(target, stats))
-      end
+      stats = target.attached? && (ControlClient.find(target)&.stats rescue nil)
+      stats = ControlClient.wait_orphaned(target, stats) if stats
+      fail!(EXIT[:already_attached], *ControlClient.refusal(target, stats)) if stats
       GdbCheck.check(o[:timeout]) if o[:backend] == "gdb"
       lib, copy = Stage.library_for(target, o[:verbose])
       opts = []
@@ -31,7 +31,8 @@ module MwrapAttach
       opts << "stack_sample:#{CLI::DEFAULT_STACKS_SAMPLE}" if o[:stacks] && !o[:sample]
       opts << "lease:#{ControlClient::LEASE_SECONDS}" unless o[:keep]
       opts << "staged:1" if copy
-      interrupt, old_traps = Window.trap_interrupts unless o[:keep]
+      # from here a Ctrl-C waits for the injection's end, then detaches
+      interrupt, old_traps = Window.trap_interrupts
       t0 = Time.now
       begin
         Injector.attach(target, lib, opts.join(","), o[:backend], o[:verbose], o[:timeout])
@@ -42,6 +43,7 @@ module MwrapAttach
       end
       chan, attached = ControlClient.wait_attached(target)
       warn format("mwrap-attach: attached to %d in %.0f ms (%s)", target.pid, (Time.now - t0) * 1000, attached)
+      interrupted_attach(target, chan) if interrupt&.dig(:seen)
       if o[:keep]
         warn "mwrap-attach: staying attached; dump with: kill -URG #{target.pid} (to #{chan.path}/dump " \
              "in the target's filesystem), or mwrap-attach -p #{target.pid} --dump; stop with --detach"
@@ -67,6 +69,14 @@ module MwrapAttach
       exited ? EXIT[:exited] : EXIT[:ok]
     ensure
       old_traps&.each { |sig, handler| trap(sig, handler) }
+    end
+
+    # A Ctrl-C (or SIGTERM) came while the injection ran, which went on to
+    # its end: the window is not begun, the target detached at once.
+    def self.interrupted_attach(target, chan)
+      warn "mwrap-attach: interrupted during the attach: detaching at once"
+      detach(target, chan)
+      fail!(EXIT[:interrupted], "interrupted: process #{target.pid} was attached and is detached again, untouched")
     end
 
     # Ends the window on CHAN; a target that exits just then leaves its

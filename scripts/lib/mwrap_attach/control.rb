@@ -84,6 +84,26 @@ module MwrapAttach
       end
     end
 
+    # STATS of TARGET's window, whose mwrap-attach is gone (killed before
+    # it could detach, or its lease not yet taken): waits for the window
+    # to end by itself (its lease runs out), saying so; nil once it has,
+    # else the stats again.
+    def self.wait_orphaned(target, stats)
+      owner = stats["lease_owner"]
+      return stats if owner.nil? || front_end?(owner.to_i)
+
+      left = (stats["lease_left_ms"].to_i / 1000.0).ceil
+      warn "mwrap-attach: process #{target.pid} has a window whose mwrap-attach is gone: " \
+           "waiting for it to end (within #{left} s)"
+      deadline = Time.now + left + 3
+      while Time.now < deadline
+        return nil unless target.attached?
+
+        sleep 0.2
+      end
+      (find(target)&.stats rescue nil)
+    end
+
     # Is PID a running mwrap-attach?
     def self.front_end?(pid)
       File.read("/proc/#{pid}/cmdline").include?("mwrap-attach")

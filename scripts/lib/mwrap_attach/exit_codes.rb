@@ -37,6 +37,8 @@ module MwrapAttach
       [16, :exited, "the process exited during the window: the report covers the time " \
                     "until then (its table as it exited; only the top sites of the " \
                     "window's last sample if it was killed by a signal)"],
+      [17, :interrupted, "interrupted (Ctrl-C, SIGTERM) before the window began: the process was " \
+                         "left untouched, or detached at once"],
     ],
     "mwrap-report" => [
       [0, :ok, "done"],

@@ -53,7 +53,9 @@ module MwrapAttach
       cmd = [path, "-p", target.pid.to_s, "--backend=#{backend}", "--timeout", timeout.to_s]
       cmd << "-v" if verbose
       cmd += [lib, function, arg]
-      out = IO.popen(cmd, err: %i[child out], &:read)
+      # its own process group: a terminal's Ctrl-C must not cut it short
+      # mid-call (it ends within its timeout; we act on the Ctrl-C after)
+      out = IO.popen(cmd, err: %i[child out], pgroup: true, &:read)
       status = $?
       warn out if verbose
       result = out[/^result=(-?\d+)/, 1]
