@@ -136,6 +136,9 @@ def test_watch_prints_the_top_sites(workers):
     _, pids, line = workers
     p = attach(["-p", str(pids[0]), "-d", "2", "--watch"], timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "sites by live bytes (Ctrl-C ends):" in p.stderr
+    assert "sites by live bytes, " in p.stderr and " s into the window (Ctrl-C ends):" in p.stderr
     tables = p.stderr.split("[mwrap-attach]")
     assert any(line in t for t in tables[-1:])
+    # each row fits 100 columns (not a terminal: the default width)
+    rows = [l for l in tables[-1].splitlines() if "%" in l]
+    assert rows and all(len(r) <= 100 for r in rows), rows

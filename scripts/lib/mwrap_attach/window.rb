@@ -116,7 +116,8 @@ module MwrapAttach
       return unless line
 
       if @o[:watch]
-        $stderr.print(@tty ? "\e[H\e[2J#{line}\n#{watch_table(top)}" : "#{line}\n#{watch_table(top)}")
+        table = watch_table(top, Time.now - @started)
+        $stderr.print(@tty ? "\e[H\e[2J#{line}\n#{table}" : "#{line}\n#{table}")
       elsif @tty
         $stderr.print "\r#{line[0, terminal_width - 1].ljust(terminal_width - 1)}"
         $stderr.print "\n" if final
@@ -150,10 +151,26 @@ module MwrapAttach
       nil
     end
 
-    def watch_table(top)
+    # The top 10 sites of a sample, ELAPSED seconds into the window, one
+    # line each within the terminal's width (a long location keeps its
+    # tail: the file and line).
+    def watch_table(top, elapsed)
       sites = top.sites.first(10)
-      MwrapReport.text(top, sites, title: "top #{sites.size} sites by live bytes (Ctrl-C ends):")
+      total = top.sites.sum { |s| s[:live].to_i }
+      room = [terminal_width - 1 - WATCH_COLUMNS, 20].max
+      out = +format("top %d sites by live bytes, %.1f s into the window (Ctrl-C ends):\n", sites.size, elapsed)
+      out << format("%10s %6s %11s  %s\n", "live", "share", "allocations", "location")
+      sites.each do |s|
+        loc = s[:location]
+        loc = "...#{loc[-(room - 3)..]}" if loc.size > room
+        share = total.positive? ? 100.0 * s[:live].to_i / total : 0.0
+        out << format("%10s %5.1f%% %11d  %s\n", MwrapReport.human(s[:live]), share, s[:allocations], loc)
+      end
+      out
     end
+
+    # the columns before a watch row's location
+    WATCH_COLUMNS = 32
 
     def terminal_width
       ($stderr.winsize[1] rescue 100).clamp(40, 400)
