@@ -168,3 +168,22 @@ def test_merge_sums_sites_across_processes():
     by = {l.split()[0]: l.split()[1:] for l in out[2:]}
     assert by["app/native.rb:9"] == ["2000000", "200", "15000"]
     assert by["app/cache.rb:20"][0] == "12000000" and by["app/cache.rb:20"][2] == "nil"
+
+
+def test_unnamed_native_sites_say_how_to_get_names(tmp):
+    """A native site named by its offset alone (no symbol there) comes
+    with where names come from: the binary's debug symbols."""
+    dump = tmp / "native.json"
+    dump.write_text(
+        json.dumps({"type": "header", "pid": 7, "age_unit": "ns"}) + "\n" +
+        json.dumps({"type": "site", "location":
+                    "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1(+0xd8484)[0x7f0000d8484]",
+                    "total_bytes": 4096, "allocations": 1, "frees": 0, "freed_bytes": 0,
+                    "live_bytes": 4096, "live_count": 1}) + "\n")
+    p = report(str(dump))
+    assert p.returncode == 0, p.stderr
+    hint = [l for l in p.stdout.splitlines() if l.startswith("native sites without function names")]
+    assert hint and "libruby-3.1.so.3.1" in hint[0] and "-dbgsym" in hint[0], p.stdout
+    named = tmp / "named.json"
+    named.write_text(dump.read_text().replace("(+0xd8484)", "(rb_str_new+0x14)"))
+    assert "without function names" not in report(str(named)).stdout

@@ -619,6 +619,24 @@ module MwrapReport
     end
     out << format("(%d of %d sites shown; %s live in all sites)\n", sites.size, dump.sites.size,
                   human(live_total))
+    hint = symbols_hint(sites)
+    out << "#{hint}\n" if hint
+    out
+  end
+
+  # A native site named by its offset alone: its binary has no symbol
+  # there ("libruby-3.1.so.3.1(+0xd8484)[0x...]").
+  UNNAMED = /\A(.+?)\(\+0x\h+\)\[0x\h+\]\z/.freeze
+
+  # Where the names of SITES' unnamed native sites come from, or nil.
+  def self.symbols_hint(sites)
+    bins = sites.filter_map { |s| s[:location][UNNAMED, 1] }.uniq
+    return nil if bins.empty?
+
+    format("native sites without function names (%s): a dump names them once their binary's " \
+           "debug symbols are installed (Debian: its -dbgsym package from the debian-debug " \
+           "archive, e.g. libruby3.1-dbgsym; find-dbgsym-packages PID lists them)",
+           bins.first(3).map { |b| File.basename(b) }.join(", "))
   end
 
   # What held means, and how much of the tracked bytes it is; or why
