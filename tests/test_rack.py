@@ -44,12 +44,15 @@ def leak
   2000.times { KEEP << ("L" * 8000) }
 end
 leak
+# a slow leak from then on, what a window after a reset must rank first
+Thread.new { loop { KEEP << ("W" * 4000); sleep 0.005 } }
 class RackServlet < WEBrick::HTTPServlet::AbstractServlet
   def service(req, res)
     env = { "REQUEST_METHOD" => req.request_method, "SCRIPT_NAME" => "",
             "PATH_INFO" => req.request_uri.path, "QUERY_STRING" => req.query_string.to_s,
             "SERVER_NAME" => "127.0.0.1", "SERVER_PORT" => req.port.to_s,
             "rack.url_scheme" => "http", "rack.input" => StringIO.new("") }
+    env["REQUEST_METHOD"] = req.request_method
     status, headers, body = @options[0].call(env)
     res.status = status
     headers.each { |k, v| res[k] = v }
@@ -67,6 +70,7 @@ puts "ready #{server.listeners[0].addr[1]}"
 server.start
 """
 LEAK_LINE = 8
+WINDOW_LINE = 12
 
 
 @pytest.fixture
@@ -129,3 +133,27 @@ def test_other_pages(server):
     assert status == 200 and "lifespan_mean" in body and "heap_allocated_pages" in body
     assert fetch(f"{base}/at/nowhere.rb:1")[0] == 404
     assert fetch(f"{base}/bogus")[0] == 404
+
+
+def test_a_reset_starts_a_window_that_ranks_growth_first(server):
+    """Since the process started, start-up's 16 MB rank first; after a
+    POST to /reset the sites count from then on: the slow leak is the
+    first Ruby line, with its growth per second, and a GET does not
+    reset."""
+    script, base = server
+    status, body = fetch(f"{base}/")
+    assert status == 200 and "since tracking began" in body
+    status, _ = fetch(f"{base}/reset")
+    assert status == 405                  # GET changes nothing
+    req = urllib.request.Request(f"{base}/reset", data=b"", method="POST")
+    with urllib.request.urlopen(req, timeout=30) as r:   # follows the 303
+        assert r.status == 200
+        body = r.read().decode()
+    assert "since this page&#39;s last reset" in body or "since this page's last reset" in body
+    import time
+    time.sleep(1)
+    status, body = fetch(f"{base}/each/0?sort=live")
+    assert status == 200 and "<th>growth/s</th>" in body
+    locs = [html.unescape(m) for m in re.findall(r'<td class="loc"><a [^>]*>(.*?)</a>', body)]
+    ruby = [l for l in locs if re.fullmatch(r".+\.rb:\d+", l)]
+    assert ruby and ruby[0] == f"{script}:{WINDOW_LINE}", ruby[:5]

@@ -10,6 +10,10 @@
 #                        by total, allocations, frees, mean_life, max_life
 #   /at/LOCATION         live blocks of one site (size, generation)
 #   /heap_pages          Ruby heap pages: statistics and addresses
+#   POST /reset          starts a window: the counters zeroed, so the
+#                        sites rank by what they made and kept since (a
+#                        leak above what the process made at start-up),
+#                        each with its growth per second
 #
 # Pages are generated inside Mwrap.quiet, so viewing them records nothing.
 # Links are absolute under the mount (SCRIPT_NAME): a relative "each/2000"
@@ -26,6 +30,7 @@ class MwrapRack
     base = h(env["SCRIPT_NAME"].to_s.chomp("/"))
     Mwrap.quiet do
       case env["PATH_INFO"].to_s
+      when "/reset" then reset(env, base)
       when "", "/" then page("mwrap", index(base))
       when %r{\A/each/(\d+)\z}
         page("Mwrap.each(#{$1})", each_table(base, $1.to_i, sort_key(env)))
@@ -56,13 +61,48 @@ class MwrapRack
     File.read("/proc/self/status")[/VmRSS:\s+(\d+)/, 1].to_i * 1024
   end
 
+  def now
+    Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  end
+
+  # POST: a new window (Mwrap.reset), then its sites; any other method
+  # changes nothing.
+  def reset(env, base)
+    return [405, { "content-type" => "text/plain", "allow" => "POST" }, ["POST to reset\n"]] unless
+      env["REQUEST_METHOD"] == "POST"
+
+    Mwrap.reset
+    @since = now
+    [303, { "location" => "#{CGI.unescapeHTML(base)}/each/0" }, []]
+  end
+
+  # Seconds since the window began (the last reset here), or nil: then
+  # the figures run since tracking began (the process's start under
+  # mwrap), start-up included.
+  def window_seconds
+    @since && [now - @since, 0.001].max
+  end
+
+  # What the figures cover, and the button that starts a window.
+  def window_html(base)
+    secs = window_seconds
+    what = if secs
+             format("since this page's last reset, %.1f s ago: what the sites made and kept in this " \
+                    "window, growth first", secs)
+           else
+             "since tracking began (start-up included): reset to rank what grows from now on"
+           end
+    "<p id=\"window\">#{h(what)}</p><form method=\"post\" action=\"#{base}/reset\">" \
+      "<button type=\"submit\">reset: start a window</button></form>"
+  end
+
   # base: the mount point, HTML-escaped, without a trailing slash.
   def index(base)
     live = Mwrap.total_bytes_allocated - Mwrap.total_bytes_freed
     "<table><tr><th>tracked bytes allocated</th><td>#{Mwrap.total_bytes_allocated}</td></tr>" \
       "<tr><th>tracked bytes freed</th><td>#{Mwrap.total_bytes_freed}</td></tr>" \
       "<tr><th>tracked live bytes</th><td id=\"live\">#{live}</td></tr>" \
-      "<tr><th>RSS bytes</th><td id=\"rss\">#{rss_bytes}</td></tr></table>" \
+      "<tr><th>RSS bytes</th><td id=\"rss\">#{rss_bytes}</td></tr></table>#{window_html(base)}" \
       "<p><a href=\"#{base}/each/2000\">sites with more than 2000 bytes allocated</a> &middot; " \
       "<a href=\"#{base}/each/0\">all sites</a> &middot; " \
       "<a href=\"#{base}/heap_pages\">heap pages</a></p>"
@@ -90,18 +130,22 @@ class MwrapRack
   def each_table(base, min, sort)
     sites = Mwrap.sites(min).sort_by { |s| value(s, sort) }
     sites.reverse! unless sort == "location"
-    html = +"<p>Current generation: #{GC.count}</p><table id=\"sites\"><tr>"
+    secs = window_seconds
+    html = +"#{window_html(base)}<p>Current generation: #{GC.count}</p><table id=\"sites\"><tr>"
     COLUMNS.each do |c|
       mark = c == sort ? " class=\"sorted\"" : ""
       html << "<th#{mark}><a href=\"#{base}/each/#{min}?sort=#{c}\">#{c}</a></th>"
     end
+    html << "<th>growth/s</th>" if secs
     html << "</tr>"
     sites.each do |s|
       loc = s[:location]
       html << "<tr><td>#{s[:total]}</td><td>#{s[:allocations]}</td><td>#{s[:frees]}</td>" \
               "<td>#{s[:live_bytes]}</td><td>#{format('%0.3f', mean_life(s))}</td>" \
               "<td>#{s[:max_lifespan]}</td><td class=\"loc\"><a href=\"#{base}/at/#{h(CGI.escape(loc))}\">" \
-              "#{h(loc)}</a></td></tr>"
+              "#{h(loc)}</a></td>"
+      html << "<td>#{(s[:live_bytes] / secs).round}</td>" if secs
+      html << "</tr>"
     end
     html << "</table>"
   end
