@@ -151,3 +151,21 @@ def test_packaged_library_imports_only_allowed_functions(tmp_path):
                         str(tmp_path / "usr/lib/mwrap-attach/libmwrap.so")],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+def test_make_deb_in_fresh_roots():
+    """make deb on a fresh Debian 12 and a fresh Debian 13 (minbase with
+    make, gcc and git, as the README's machines are), side by side (most
+    of each is apt's downloads): it installs what it builds with
+    (debhelper, build-essential) and makes the .deb of the root's
+    architecture."""
+    import concurrent.futures
+    script = "cd /src && make deb && ls build/pkg/mwrap-attach_*.deb\n"
+    arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True,
+                          text=True).stdout.strip()
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = {r: pool.submit(in_root, r, script, 1200) for r in ("bookworm", "trixie")}
+        for root, run in runs.items():
+            status, out = run.result()
+            assert status == 0, f"{root}: exit {status}:\n{out[-6000:]}"
+            assert f"build/pkg/mwrap-attach_{VERSION}_{arch}.deb" in out, out[-2000:]
