@@ -66,7 +66,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 
 .PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench bench-puma clean install \
 	install-product gem deb packages test-packages help \
-	check-hooks check-layers test-versions test-debian13 test-ruby34 test-ruby-src test-container test-rails test-redmine \
+	check-hooks check-layers test-fast test-versions test-debian13 test-ruby34 test-ruby-src test-container test-rails test-redmine \
 	test-speedscope sidecar test-sidecar test-arm64
 
 # `make` builds into build/ and installs nothing; `make setup` first
@@ -87,6 +87,7 @@ build/.build-deps:
 help:
 	@echo "make            build everything into build/ (installs no package)"
 	@echo "make test       install missing Debian packages, build, run the C unit tests and the pytest suite"
+	@echo "make test-fast  the fast lane (under 3 min): C unit tests, layer checks, the tests marked fast"
 	@echo "make demo       install missing Debian packages, build, run the bundled leaking Ruby service under mwrap-attach"
 	@echo "make bench      the benchmark: ratios against a baseline (a few minutes)"
 	@echo "make bench-puma a Rails app under a 2-worker Puma cluster: throughput and CPU per request"
@@ -358,6 +359,13 @@ check-layers: $(LIBMWRAP)
 
 test: setup
 	@$(MAKE) --no-print-directory test-c check-hooks check-layers test-py
+
+# The fast lane (docs/development.md): the C unit tests, the layer and
+# import checks, and the tests marked fast (pytest.ini): the report code
+# on hand-written dumps, the declarations, one attach per backend.
+test-fast: setup
+	@$(MAKE) --no-print-directory test-c check-hooks check-layers
+	$(PYTEST) -q -m fast tests
 
 test-c: $(C_TESTS)
 	@for t in $(C_TESTS); do echo "== $$t"; $$t || exit 1; done

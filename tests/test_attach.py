@@ -51,6 +51,7 @@ def test_attach_names_the_leaking_line_with_its_bytes(spawn):
     assert rc == 0 and rest == ["bye 19998000"]
 
 
+@pytest.mark.fast
 def test_window_report_ranks_the_leak_first(spawn, tmp):
     t, line, _ = start_leak(spawn)
     import threading

@@ -8,7 +8,11 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import ATTACH, INJECT, MWRAP, ROOT, run
+
+pytestmark = pytest.mark.fast  # make test-fast
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 SCRIPTS = os.path.join(ROOT, "scripts")

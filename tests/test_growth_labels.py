@@ -15,6 +15,8 @@ import pytest
 
 from conftest import ROOT, run
 
+pytestmark = pytest.mark.fast  # make test-fast
+
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 EVERY = 0.5         # seconds between samples, as mwrap-attach samples
 SEEDS = range(10)   # draws of the noise: every one must read the same

@@ -12,7 +12,7 @@ from conftest import (CHROMIUM, LEAK_RB, ROOT, attach, chromium, ptrace_allowed,
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 NEW = os.path.join(ROOT, "tests", "data", "new.json")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+pytestmark = [pytest.mark.fast, pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")]
 
 
 def table_locations(dom):

@@ -6,7 +6,11 @@ source.  The tree is walked as it is, so that a copy without .git (a
 Debian root's /src) is checked too; build outputs are left out."""
 import os
 
+import pytest
+
 from conftest import ROOT
+
+pytestmark = pytest.mark.fast  # make test-fast
 
 TAG = "SPDX-License-Identifier: MIT"
 SKIP_DIRS = {".git", "build", "node_modules", "__pycache__", ".pytest_cache"}

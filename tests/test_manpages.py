@@ -9,7 +9,11 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import ATTACH, INJECT, MWRAP, ROOT
+
+pytestmark = pytest.mark.fast  # make test-fast
 
 
 def text_of(page):

@@ -8,7 +8,11 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from conftest import ROOT
+
+pytestmark = pytest.mark.fast  # make test-fast
 
 OPTIONS_RB = os.path.join(ROOT, "scripts", "lib", "mwrap_attach", "options.rb")
 

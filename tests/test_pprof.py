@@ -13,7 +13,7 @@ from conftest import LEAK_RB, ROOT, attach, ptrace_allowed, run, start_leak
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 DATA = os.path.join(ROOT, "tests", "data")
 PROTOC = shutil.which("protoc")
-pytestmark = pytest.mark.skipif(PROTOC is None, reason="protoc not installed")
+pytestmark = [pytest.mark.fast, pytest.mark.skipif(PROTOC is None, reason="protoc not installed")]
 
 
 def parse_text(text):

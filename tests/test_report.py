@@ -8,6 +8,8 @@ import pytest
 
 from conftest import LEAK_RB, ROOT, attach, ptrace_allowed, run, start_leak
 
+pytestmark = pytest.mark.fast  # make test-fast
+
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 DATA = os.path.join(ROOT, "tests", "data")
 OLD, NEW = os.path.join(DATA, "old.json"), os.path.join(DATA, "new.json")

@@ -15,6 +15,8 @@ import pytest
 
 from conftest import CHROMIUM, ROOT, attach, chromium, ptrace_allowed, run, start_ready
 
+pytestmark = pytest.mark.fast  # make test-fast
+
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
 NPM_DIR = os.environ.get("MWRAP_NPM_DIR", "/var/cache/mwrap-attach/npm")
 RELEASE = os.path.join(NPM_DIR, "node_modules", "speedscope", "dist", "release")

@@ -94,6 +94,7 @@ def test_a_gdb_that_damages_vector_registers_is_refused(spawn, tmp, n):
     assert rc == 0
 
 
+@pytest.mark.fast
 def test_the_gdb_at_hand_attaches_or_is_refused_untouched(spawn):
     """The real gdb here: where --check-gdb passes it, it attaches and the
     target's read goes on; where it does not (Debian 12's gdb 13.1 on a
