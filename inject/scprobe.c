@@ -33,20 +33,20 @@ static long sys_result(long r)
  * unknown, never "allowed" (tests/c/test_scprobe.c lists them) */
 #define NO_PROBE 1L
 
-/* One probe per listed syscall, in the child: 0 when the syscall ran
- * (or failed the way it does when allowed), else the errno it got. */
-static long probe(int nr)
+/* The probes, by family; each is 0 when the syscall ran (or failed the
+ * way it does when allowed), else the errno it got, and NO_PROBE for a
+ * syscall not of its family. */
+
+/* "Failed the way it does when allowed": @r's errno is @allowed. */
+static long failed_as(long r, int allowed)
 {
-	static char page_buf[64];
-	char buf[256];
-	struct iovec local = { buf, 8 }, remote = { page_buf, 8 };
-	struct timespec zero = { 0, 0 };
-	stack_t ss;
-	sigset_t set;
-	struct stat st;
-	uint32_t word = 0;
-	void *m;
-	long r;
+	return r < 0 && errno != allowed ? -errno : 0;
+}
+
+/* On a closed fd: EBADF when the syscall runs. */
+static long probe_fd(int nr)
+{
+	char buf[256] = "";
 
 	switch (nr) {
 	case SYS_read:
@@ -57,73 +57,169 @@ static long probe(int nr)
 	case SYS_lseek:
 	case SYS_getdents64:
 	case SYS_ftruncate:
-	case SYS_inotify_add_watch:
-		/* on a closed fd: EBADF when the syscall runs */
 		errno = 0;
-		if (nr == SYS_fstat)
-			r = syscall(nr, -1, &st);
-		else if (nr == SYS_inotify_add_watch)
-			r = syscall(nr, -1, "/", 0x4);
-		else
-			r = syscall(nr, -1, buf, 0, 0);
-		return r < 0 && errno != EBADF ? -errno : 0;
+		return failed_as(syscall(nr, -1, buf, 0, 0), EBADF);
+	case SYS_inotify_add_watch:	/* a mask of none is EINVAL first */
+		errno = 0;
+		return failed_as(syscall(nr, -1, "/", 0x4), EBADF);
+	default:
+		return NO_PROBE;
+	}
+}
+
+/* Names: the root to open and stat, names that do not exist to change
+ * (ENOENT when the syscall runs), our own program to read. */
+static long probe_path(int nr)
+{
+	static const char none[] = "/nonexistent/mwrap-probe";
+	static const char none2[] = "/nonexistent/mwrap-probe2";
+	char buf[256];
+	struct stat st;
+	long r;
+
+	errno = 0;
+	switch (nr) {
 	case SYS_openat:
-		r = syscall(nr, AT_FDCWD, "/", O_RDONLY | O_DIRECTORY |
-			    O_CLOEXEC);
+		r = syscall(nr, AT_FDCWD, "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (r >= 0)
 			close((int)r);
 		return sys_result(r);
 	case SYS_newfstatat:
 		return sys_result(syscall(nr, AT_FDCWD, "/", &st, 0));
+#ifdef SYS_readlink
+	case SYS_readlink:
+		return sys_result(syscall(nr, "/proc/self/exe", buf, sizeof(buf)));
+#endif
+	case SYS_readlinkat:	/* aarch64's readlink */
+		return sys_result(syscall(nr, AT_FDCWD, "/proc/self/exe", buf,
+					  sizeof(buf)));
+#ifdef SYS_rename
+	case SYS_rename:
+	case SYS_unlink:
+	case SYS_rmdir:
+		return failed_as(syscall(nr, none, none2), ENOENT);
+	case SYS_mkdir:
+		return failed_as(syscall(nr, none, 0700), ENOENT);
+#endif
+	case SYS_renameat:	/* aarch64's rename */
+		return failed_as(syscall(nr, AT_FDCWD, none, AT_FDCWD, none2),
+				 ENOENT);
+	case SYS_mkdirat:	/* aarch64's mkdir */
+		return failed_as(syscall(nr, AT_FDCWD, none, 0700), ENOENT);
+	case SYS_unlinkat:
+		return failed_as(syscall(nr, AT_FDCWD, none, 0), ENOENT);
+	default:
+		return NO_PROBE;
+	}
+}
+
+/* Memory: a page of our own, mapped, changed, unmapped; brk asked. */
+static long probe_memory(int nr)
+{
+	void *m;
+
+	switch (nr) {
 	case SYS_mmap:
 	case SYS_mprotect:
 	case SYS_munmap:
 	case SYS_madvise:
-		m = (void *)syscall(SYS_mmap, NULL, 4096,
-				    PROT_READ | PROT_WRITE,
+		m = (void *)syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
 				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (nr == SYS_mmap || m == MAP_FAILED)
-			return m == MAP_FAILED ? -errno : 0;
+		if (m == MAP_FAILED)
+			return -errno;
+		if (nr == SYS_mmap)
+			return 0;
 		if (nr == SYS_mprotect)
-			r = syscall(nr, m, 4096, PROT_READ);
-		else if (nr == SYS_madvise)
-			r = syscall(nr, m, 4096, MADV_DONTNEED);
-		else
-			r = syscall(nr, m, 4096);
-		return sys_result(r);
+			return sys_result(syscall(nr, m, 4096, PROT_READ));
+		if (nr == SYS_madvise)
+			return sys_result(syscall(nr, m, 4096, MADV_DONTNEED));
+		return sys_result(syscall(nr, m, 4096));
 	case SYS_brk:
 		return syscall(nr, 0) == 0 ? -ENOMEM : 0;
-	case SYS_futex:
-		return sys_result(syscall(nr, &word, FUTEX_WAKE_PRIVATE, 1,
-					  NULL, NULL, 0));
+	case SYS_process_vm_readv: {
+		static char page_buf[64];
+		char buf[8];
+		struct iovec local = { buf, 8 }, remote = { page_buf, 8 };
+
+		return sys_result(syscall(nr, getpid(), &local, 1, &remote, 1,
+					  0));
+	}
+	default:
+		return NO_PROBE;
+	}
+}
+
+/* Signals: handlers and masks read, not changed; signal 0 sent. */
+static long probe_signal(int nr)
+{
+	char buf[256];
+	stack_t ss;
+	sigset_t set;
+	siginfo_t si;
+
+	switch (nr) {
 	case SYS_rt_sigaction:
 		return sys_result(syscall(nr, SIGURG, NULL, buf, 8));
 	case SYS_rt_sigprocmask:
 		return sys_result(syscall(nr, SIG_BLOCK, NULL, &set, 8));
 	case SYS_sigaltstack:
 		return sys_result(syscall(nr, NULL, &ss));
-	case SYS_clone3:
-		/* a size below the first version: EINVAL when it runs */
-		errno = 0;
-		r = syscall(nr, NULL, 0);
-		return r < 0 && errno != EINVAL ? -errno : 0;
-	case SYS_clone:
-		/* CLONE_THREAD without CLONE_SIGHAND: EINVAL, no thread */
-		errno = 0;
-		r = syscall(nr, CLONE_THREAD, NULL, NULL, NULL, 0);
-		return r < 0 && errno != EINVAL ? -errno : 0;
+	case SYS_tgkill:
+		return sys_result(syscall(nr, getpid(), getpid(), 0));
+	case SYS_rt_tgsigqueueinfo:
+		memset(&si, 0, sizeof(si));
+		si.si_code = SI_QUEUE;
+		si.si_pid = getpid();
+		return sys_result(syscall(nr, getpid(), getpid(), 0, &si));
+	case SYS_rt_sigreturn:	/* probed by probe_child */
+		return 0;
+	default:
+		return NO_PROBE;
+	}
+}
+
+/* Threads: wrong arguments, so that no thread is made (EINVAL when the
+ * syscall runs); a futex woken that nobody waits on; a query. */
+static long probe_thread(int nr)
+{
+	uint32_t word = 0;
+
+	errno = 0;
+	switch (nr) {
+	case SYS_clone3:	/* a size below the first version */
+		return failed_as(syscall(nr, NULL, 0), EINVAL);
+	case SYS_clone:		/* CLONE_THREAD without CLONE_SIGHAND */
+		return failed_as(syscall(nr, CLONE_THREAD, NULL, NULL, NULL, 0),
+				 EINVAL);
 	case SYS_set_robust_list:
-	case SYS_rseq:
-		/* a wrong length: EINVAL when it runs */
-		errno = 0;
-		r = syscall(nr, NULL, 1, 0, 0);
-		return r < 0 && errno != EINVAL ? -errno : 0;
+	case SYS_rseq:		/* a wrong length */
+		return failed_as(syscall(nr, NULL, 1, 0, 0), EINVAL);
+	case SYS_futex:
+		return sys_result(syscall(nr, &word, FUTEX_WAKE_PRIVATE, 1,
+					  NULL, NULL, 0));
+	case SYS_membarrier:
+		return sys_result(syscall(nr, MEMBARRIER_CMD_QUERY, 0, 0));
+	case SYS_exit:		/* probed by probe_child */
+		return 0;
+	default:
+		return NO_PROBE;
+	}
+}
+
+/* The rest: descriptors made and closed, waits that do not wait, ids,
+ * limits, random bytes, and the syscall a tracer skips (-1). */
+static long probe_misc(int nr)
+{
+	struct timespec zero = { 0, 0 };
+	char buf[256];
+	long r;
+
+	errno = 0;
+	switch (nr) {
 	case SYS_eventfd2:
 	case SYS_inotify_init1:
-		if (nr == SYS_eventfd2)
-			r = syscall(nr, 0, O_CLOEXEC);
-		else
-			r = syscall(nr, O_CLOEXEC);
+		r = nr == SYS_eventfd2 ? syscall(nr, 0, O_CLOEXEC) :
+					 syscall(nr, O_CLOEXEC);
 		if (r >= 0)
 			close((int)r);
 		return sys_result(r);
@@ -133,18 +229,10 @@ static long probe(int nr)
 #endif
 	case SYS_ppoll:		/* aarch64's poll */
 		return sys_result(syscall(nr, NULL, 0, &zero, NULL, 8));
-	case -1:
-		/* ENOSYS when nothing filters it */
-		errno = 0;
-		r = syscall(-1L);
-		return r < 0 && errno != ENOSYS ? -errno : 0;
-	case SYS_restart_syscall:
-		/* nothing to restart: EINTR when it runs */
-		errno = 0;
-		r = syscall(nr);
-		return r < 0 && errno != EINTR ? -errno : 0;
-	case SYS_membarrier:
-		return sys_result(syscall(nr, MEMBARRIER_CMD_QUERY, 0, 0));
+	case -1:		/* ENOSYS when nothing filters it */
+		return failed_as(syscall(-1L), ENOSYS);
+	case SYS_restart_syscall:	/* nothing to restart: EINTR */
+		return failed_as(syscall(nr), EINTR);
 	case SYS_getpid:
 	case SYS_getuid:
 	case SYS_gettid:
@@ -154,67 +242,31 @@ static long probe(int nr)
 		return sys_result(syscall(nr, RLIMIT_AS, buf));
 	case SYS_prlimit64:	/* aarch64's getrlimit */
 		return sys_result(syscall(nr, 0, RLIMIT_AS, NULL, buf));
-#ifdef SYS_readlink
-	case SYS_readlink:
-		return sys_result(syscall(nr, "/proc/self/exe", buf,
-					  sizeof(buf)));
-#endif
-	case SYS_readlinkat:	/* aarch64's readlink */
-		return sys_result(syscall(nr, AT_FDCWD, "/proc/self/exe", buf,
-					  sizeof(buf)));
-#ifdef SYS_rename
-	case SYS_rename:
-	case SYS_unlink:
-	case SYS_mkdir:
-	case SYS_rmdir:
-		/* names that do not exist: ENOENT when it runs */
-		errno = 0;
-		if (nr == SYS_mkdir)
-			r = syscall(nr, "/nonexistent/mwrap-probe", 0700);
-		else
-			r = syscall(nr, "/nonexistent/mwrap-probe",
-				    "/nonexistent/mwrap-probe2");
-		return r < 0 && errno != ENOENT ? -errno : 0;
-#endif
-	case SYS_renameat:	/* aarch64's rename and mkdir */
-	case SYS_mkdirat:
-		errno = 0;
-		if (nr == SYS_mkdirat)
-			r = syscall(nr, AT_FDCWD, "/nonexistent/mwrap-probe",
-				    0700);
-		else
-			r = syscall(nr, AT_FDCWD, "/nonexistent/mwrap-probe",
-				    AT_FDCWD, "/nonexistent/mwrap-probe2");
-		return r < 0 && errno != ENOENT ? -errno : 0;
-	case SYS_unlinkat:
-		errno = 0;
-		r = syscall(nr, AT_FDCWD, "/nonexistent/mwrap-probe", 0);
-		return r < 0 && errno != ENOENT ? -errno : 0;
 	case SYS_getrandom:
 		return sys_result(syscall(nr, buf, 1, GRND_NONBLOCK));
 	case SYS_clock_nanosleep:
 		return -(long)syscall(nr, CLOCK_MONOTONIC, 0, &zero, NULL);
 	case SYS_nanosleep:
 		return sys_result(syscall(nr, &zero, NULL));
-	case SYS_tgkill:
-		return sys_result(syscall(nr, getpid(), getpid(), 0));
-	case SYS_rt_tgsigqueueinfo: {
-		siginfo_t si;
-
-		memset(&si, 0, sizeof(si));
-		si.si_code = SI_QUEUE;
-		si.si_pid = getpid();
-		return sys_result(syscall(nr, getpid(), getpid(), 0, &si));
-	}
-	case SYS_process_vm_readv:
-		return sys_result(syscall(nr, getpid(), &local, 1, &remote, 1,
-					  0));
-	case SYS_rt_sigreturn:
-	case SYS_exit:
-		return 0;	/* probed by probe_child */
-	default:	/* listed in syscalls.def, not probed here yet */
+	default:
 		return NO_PROBE;
 	}
+}
+
+/* The probe of a listed syscall, in the child: the first family that
+ * has it. */
+static long probe(int nr)
+{
+	static long (*const family[])(int) = {
+		probe_fd, probe_path, probe_memory, probe_signal,
+		probe_thread, probe_misc,
+	};
+	long r = NO_PROBE;
+
+	for (size_t i = 0; i < sizeof(family) / sizeof(family[0]) &&
+			   r == NO_PROBE; i++)
+		r = family[i](nr);
+	return r;
 }
 
 /* Records: 'S' i (about to probe i), 'R' i err, 'T' nr (trapped). */
