@@ -261,25 +261,20 @@ static const char *effect(const struct mwi_sc_result *r,
 	return call->effect;
 }
 
-int mwi_sc_check(pid_t pid, FILE *out, int verbose, int same_as_ours)
+/* The seccomp mode and filter count of @pid's threads, the worst of
+ * them (each thread has its own chain), and the threads in @tids (at
+ * most @cap).  The number of threads, or -errno. */
+static int worst_status(pid_t pid, int *mode, int *filters, pid_t *tids,
+			int cap)
 {
-	static struct mwi_sc_result res[MAX_CALLS], other[MAX_CALLS];
-	char path[64], word[32];
-	const char *source = NULL, *why = "";
-	struct chain first, c;
-	pid_t tids[1024];
-	int mode, filters, my_mode, my_filters, ntids, i, ret, refuse = 0,
-	    degraded = 0, unknown = 0, bad_i = 0, ours;
-	const struct mwi_sc_call *call, *calls;
+	char path[64];
+	int ntids, i, ret;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	ret = seccomp_status(path, &mode, &filters);
+	ret = seccomp_status(path, mode, filters);
 	if (ret)
 		return ret;
-	ntids = threads(pid, tids, 1024);
-	if (ntids < 0)
-		return ntids;
-	/* each thread has its own chain: the worst of them counts */
+	ntids = threads(pid, tids, cap);
 	for (i = 0; i < ntids; i++) {
 		int m, f;
 
@@ -287,27 +282,26 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose, int same_as_ours)
 			 (int)pid, (int)tids[i]);
 		if (seccomp_status(path, &m, &f))
 			continue;	/* ended meanwhile */
-		if (m > mode)
-			mode = m;
-		if (f > filters)
-			filters = f;
+		if (m > *mode)
+			*mode = m;
+		if (f > *filters)
+			*filters = f;
 	}
-	fprintf(out, "seccomp mode=%d filters=%d threads=%d\n", mode, filters,
-		ntids);
-	if (mode == 0) {
-		fprintf(out, "verdict ok none: no seccomp filter\n");
-		return 0;
-	}
-	if (mode == 1) {
-		fprintf(out, "verdict refuse strict: seccomp strict mode allows "
-			"only read, write, exit and sigreturn\n");
-		return 1;
-	}
+	return ntids;
+}
 
-	/* 1. read each thread's chain and evaluate it */
+/* 1. Reads each filtered thread's chain and judges it into @res (the
+ * worst of the chains).  0, or -errno when a chain cannot be read. */
+static int read_chains(pid_t pid, const pid_t *tids, int ntids,
+		       struct mwi_sc_result *res, FILE *out, int verbose)
+{
+	static struct mwi_sc_result other[MAX_CALLS];
+	char path[64];
+	struct chain first, c;
+	int i, ret = 0;
+
 	for (i = 0; mwi_sc_calls[i].name; i++)
 		res[i] = (struct mwi_sc_result){ MWI_SC_ALLOW, 0, 0, 0 };
-	ret = 0;
 	first.n = 0;
 	for (i = 0; i < ntids && !ret; i++) {
 		int m, f;
@@ -340,44 +334,56 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose, int same_as_ours)
 				(int)tids[i], c.n);
 	}
 	chain_free(&first);
-	if (!ret) {
-		source = "read";
-	} else {
-		if (verbose)
-			fprintf(out, "# PTRACE_SECCOMP_GET_FILTER: %s\n",
-				strerror(-ret));
-		/* 2. the same chain as ours (our container's, or vouched
-		 * for): probe ours in a child */
-		ret = seccomp_status("/proc/self/status", &my_mode,
-				     &my_filters);
-		ours = !ret && my_mode == 2 && my_filters == filters &&
-		       filters > 0;
-		if (ours && same_container(pid)) {
-			source = "probed";
-		} else if (ours && same_as_ours) {
-			source = "vouched";
-		} else {
-			fprintf(out, "verdict unknown unreadable: the filter "
-				"cannot be read (%s) and is not shown to be "
-				"ours (we have %d filters, it has %d%s)\n",
-				geteuid() ? "not root" : "we run under a "
-				"filter, or lack CAP_SYS_ADMIN",
-				my_mode == 2 ? my_filters : 0, filters,
-				same_ns(pid, "pid") && !same_ns(pid, "mnt") ?
-				"; we share its pid namespace, not its "
-				"mount namespace: a sidecar" : "");
-			return 2;
-		}
-		ret = mwi_sc_probe_all(res);
-		if (ret) {
-			fprintf(out, "verdict unknown probe: probing "
-				"failed: %s\n", strerror(-ret));
-			return 2;
-		}
-	}
+	return ret;
+}
 
-	/* the needs as the target's libc decides them (syscalls.h) */
-	calls = mwi_sc_calls_for(pid);
+/* 2. The chain could not be read: when it is ours (our container's, or
+ * vouched for), probes ours in a child into @res.  The source ("probed",
+ * "vouched"), or NULL with the "unknown" verdict printed. */
+static const char *probe_ours(pid_t pid, int filters, int same_as_ours,
+			      struct mwi_sc_result *res, FILE *out)
+{
+	const char *source;
+	int my_mode, my_filters, ours, ret;
+
+	ret = seccomp_status("/proc/self/status", &my_mode, &my_filters);
+	ours = !ret && my_mode == 2 && my_filters == filters && filters > 0;
+	if (ours && same_container(pid)) {
+		source = "probed";
+	} else if (ours && same_as_ours) {
+		source = "vouched";
+	} else {
+		fprintf(out, "verdict unknown unreadable: the filter cannot be "
+			"read (%s) and is not shown to be ours (we have %d "
+			"filters, it has %d%s)\n",
+			geteuid() ? "not root" : "we run under a filter, or "
+			"lack CAP_SYS_ADMIN",
+			my_mode == 2 ? my_filters : 0, filters,
+			same_ns(pid, "pid") && !same_ns(pid, "mnt") ?
+			"; we share its pid namespace, not its mount "
+			"namespace: a sidecar" : "");
+		return NULL;
+	}
+	ret = mwi_sc_probe_all(res);
+	if (ret) {
+		fprintf(out, "verdict unknown probe: probing failed: %s\n",
+			strerror(-ret));
+		return NULL;
+	}
+	return source;
+}
+
+/* 3. Each syscall's line, then the verdict from @res (found by
+ * @source), with the needs the target's libc decides (syscalls.h).
+ * 0 (ok, degraded), 1 (refuse) or 2 (unknown). */
+static int verdict(pid_t pid, const struct mwi_sc_result *res,
+		   const char *source, FILE *out)
+{
+	const struct mwi_sc_call *call, *calls = mwi_sc_calls_for(pid);
+	const char *why = "";
+	char word[32];
+	int i, refuse = 0, degraded = 0, unknown = 0, bad_i = 0;
+
 	for (i = 0, call = calls; call->name; call++, i++) {
 		const struct mwi_sc_result *r = &res[i];
 		int bad = r->action <= MWI_SC_TRAP ||
@@ -418,5 +424,38 @@ int mwi_sc_check(pid_t pid, FILE *out, int verbose, int same_as_ours)
 	fprintf(out, "verdict %s %s: -\n", degraded ? "degraded" : "ok",
 		source);
 	return 0;
+}
+
+int mwi_sc_check(pid_t pid, FILE *out, int verbose, int same_as_ours)
+{
+	static struct mwi_sc_result res[MAX_CALLS];
+	const char *source = "read";
+	pid_t tids[1024];
+	int mode, filters, ntids, ret;
+
+	ntids = worst_status(pid, &mode, &filters, tids, 1024);
+	if (ntids < 0)
+		return ntids;
+	fprintf(out, "seccomp mode=%d filters=%d threads=%d\n", mode, filters,
+		ntids);
+	if (mode == 0) {
+		fprintf(out, "verdict ok none: no seccomp filter\n");
+		return 0;
+	}
+	if (mode == 1) {
+		fprintf(out, "verdict refuse strict: seccomp strict mode allows "
+			"only read, write, exit and sigreturn\n");
+		return 1;
+	}
+	ret = read_chains(pid, tids, ntids, res, out, verbose);
+	if (ret) {
+		if (verbose)
+			fprintf(out, "# PTRACE_SECCOMP_GET_FILTER: %s\n",
+				strerror(-ret));
+		source = probe_ours(pid, filters, same_as_ours, res, out);
+		if (!source)
+			return 2;
+	}
+	return verdict(pid, res, source, out);
 }
 
