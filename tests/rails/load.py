@@ -1,16 +1,18 @@
 # SPDX-License-Identifier: MIT
 """Keep-alive HTTP load on a local server, for tests/rails: THREADS
-clients, each on one persistent connection, POST /orders in a loop;
-counts responses and errors per second.  get_each: a fixed sequence of
-GETs on one persistent connection."""
+clients, each on one persistent connection, POST a route in a loop
+(/orders, or route(i) for the i-th request); counts responses and
+errors per second.  get_each: a fixed sequence of GETs on one
+persistent connection."""
 import http.client
 import threading
 import time
 
 
 class Load:
-    def __init__(self, port, threads=4):
+    def __init__(self, port, threads=4, route=lambda i: "/orders"):
         self.port = port
+        self.route = route
         self.ok = 0
         self.errors = []
         self.stop = threading.Event()
@@ -22,10 +24,11 @@ class Load:
         conn = None
         i = 0
         while not self.stop.is_set():
+            route = self.route(i)
             try:
                 if conn is None:
                     conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-                conn.request("POST", f"/orders?id={n * 1_000_000 + i}", body=b"",
+                conn.request("POST", f"{route}?id={n * 1_000_000 + i}", body=b"",
                              headers={"Connection": "keep-alive"})
                 r = conn.getresponse()
                 r.read()
@@ -33,11 +36,11 @@ class Load:
                     if r.status == 200:
                         self.ok += 1
                     else:
-                        self.errors.append(f"HTTP {r.status}")
+                        self.errors.append(f"{route}: HTTP {r.status}")
                 i += 1
             except (OSError, http.client.HTTPException) as e:
                 with self.lock:
-                    self.errors.append(repr(e))
+                    self.errors.append(f"{route}: {e!r}")
                 conn = None
 
     def start(self):
