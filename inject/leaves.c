@@ -12,18 +12,20 @@ static int64_t sext(uint64_t v, unsigned bits)
 	return (int64_t)(v << (64 - bits)) >> (64 - bits);
 }
 
-/* What instruction @i at @pc does to the walk: A64_NEXT (falls
- * through), A64_JUMP (to *@to only), A64_COND (to *@to or on), A64_RET,
- * or A64_BAD (*@why says what it does).  Rd, Rt, Rt2 and Rs are bits
- * 4:0, 4:0, 14:10 and 20:16; 31 is sp where the instruction reads it
- * so (a base register, add/sub immediate or extended, logical
- * immediate), xzr elsewhere. */
-static int a64_insn(uint32_t i, uintptr_t pc, uintptr_t *to, const char **why)
-{
-	unsigned rd = i & 31, rn = i >> 5 & 31, rt2 = i >> 10 & 31;
-	unsigned rs = i >> 16 & 31, imm4;
+/* Rd, Rt, Rt2 and Rs are bits 4:0, 4:0, 14:10 and 20:16; 31 is sp
+ * where the instruction reads it so (a base register, add/sub immediate
+ * or extended, logical immediate), xzr elsewhere. */
+#define A64_RD(i) ((i) & 31)
+#define A64_RN(i) ((i) >> 5 & 31)
+#define A64_RT2(i) ((i) >> 10 & 31)
+#define A64_RS(i) ((i) >> 16 & 31)
+/* a64_branch's answer for an instruction of another group */
+#define A64_OTHER (-1)
 
-	/* branches, exception generation, system: op0 101x */
+/* Branches, exception generation, system (op0 101x): as a64_insn, or
+ * A64_OTHER for an instruction of another group. */
+static int a64_branch(uint32_t i, uintptr_t pc, uintptr_t *to, const char **why)
+{
 	if ((i & 0xfc000000u) == 0x14000000u) {			/* b */
 		*to = pc + (uintptr_t)(sext(i & 0x3ffffff, 26) * 4);
 		return A64_JUMP;
@@ -54,7 +56,7 @@ static int a64_insn(uint32_t i, uintptr_t pc, uintptr_t *to, const char **why)
 		return A64_BAD;
 	}
 	if ((i & 0xffc00000u) == 0xd5000000u) {			/* system */
-		if ((i & (1u << 21)) && rd == 30) {
+		if ((i & (1u << 21)) && A64_RD(i) == 30) {
 			*why = "reads a system register into x30 (mrs, sysl)";
 			return A64_BAD;
 		}
@@ -69,38 +71,51 @@ static int a64_insn(uint32_t i, uintptr_t pc, uintptr_t *to, const char **why)
 		*why = "an unallocated branch or system encoding";
 		return A64_BAD;
 	}
-	/* loads and stores: op0 x1x0 */
-	if ((i & 0x0a000000u) == 0x08000000u) {
-		int gpr = !(i & (1u << 26));
+	return A64_OTHER;
+}
 
-		if ((i & 0x3b000000u) == 0x18000000u) {	/* literal: no Rn */
-			if (gpr && rd == 30) {
-				*why = "loads x30";
-				return A64_BAD;
-			}
-			return A64_NEXT;
-		}
-		/* cpy*, set* (FEAT_MOPS): they update Rd, Rs and Rn */
-		if ((i & 0x3b200c00u) == 0x19000400u &&
-		    (rd >= 30 || rs >= 30 || rn >= 30)) {
-			*why = "copies or sets through x30 or sp (cpy, set)";
-			return A64_BAD;
-		}
-		if (rn == 31 || rn == 30) {
-			*why = rn == 31 ? "addresses the stack (sp as its base)"
-					: "addresses memory through x30";
-			return A64_BAD;
-		}
-		if (gpr && (rd == 30 ||
-			    /* pairs; exclusives, whose status goes to Rs */
-			    ((i & 0x38000000u) == 0x28000000u && rt2 == 30) ||
-			    ((i & 0x3f000000u) == 0x08000000u &&
-			     (rt2 == 30 || rs == 30)))) {
-			*why = "loads or stores x30 (ldr, ldp, str, stp, ...)";
+/* Loads and stores (op0 x1x0): as a64_insn. */
+static int a64_memory(uint32_t i, const char **why)
+{
+	unsigned rd = A64_RD(i), rn = A64_RN(i), rt2 = A64_RT2(i);
+	unsigned rs = A64_RS(i);
+	int gpr = !(i & (1u << 26));
+
+	if ((i & 0x3b000000u) == 0x18000000u) {		/* literal: no Rn */
+		if (gpr && rd == 30) {
+			*why = "loads x30";
 			return A64_BAD;
 		}
 		return A64_NEXT;
 	}
+	/* cpy*, set* (FEAT_MOPS): they update Rd, Rs and Rn */
+	if ((i & 0x3b200c00u) == 0x19000400u &&
+	    (rd >= 30 || rs >= 30 || rn >= 30)) {
+		*why = "copies or sets through x30 or sp (cpy, set)";
+		return A64_BAD;
+	}
+	if (rn == 31 || rn == 30) {
+		*why = rn == 31 ? "addresses the stack (sp as its base)"
+				: "addresses memory through x30";
+		return A64_BAD;
+	}
+	if (gpr && (rd == 30 ||
+		    /* pairs; exclusives, whose status goes to Rs */
+		    ((i & 0x38000000u) == 0x28000000u && rt2 == 30) ||
+		    ((i & 0x3f000000u) == 0x08000000u &&
+		     (rt2 == 30 || rs == 30)))) {
+		*why = "loads or stores x30 (ldr, ldp, str, stp, ...)";
+		return A64_BAD;
+	}
+	return A64_NEXT;
+}
+
+/* Data processing, immediate and register, SIMD and floating point,
+ * SVE, and what is left (undefined here): as a64_insn. */
+static int a64_data(uint32_t i, const char **why)
+{
+	unsigned rd = A64_RD(i), imm4;
+
 	/* data processing, immediate: op0 100x */
 	if ((i & 0x1c000000u) == 0x10000000u) {
 		if (rd == 30) {
@@ -158,6 +173,20 @@ static int a64_insn(uint32_t i, uintptr_t pc, uintptr_t *to, const char **why)
 	}
 	*why = "undefined here (udf, SME, unallocated)";
 	return A64_BAD;
+}
+
+/* What instruction @i at @pc does to the walk: A64_NEXT (falls
+ * through), A64_JUMP (to *@to only), A64_COND (to *@to or on), A64_RET,
+ * or A64_BAD (*@why says what it does). */
+static int a64_insn(uint32_t i, uintptr_t pc, uintptr_t *to, const char **why)
+{
+	int r = a64_branch(i, pc, to, why);
+
+	if (r != A64_OTHER)
+		return r;
+	if ((i & 0x0a000000u) == 0x08000000u)
+		return a64_memory(i, why);
+	return a64_data(i, why);
 }
 
 #define SEEN_SLOTS 8192		/* a power of 2, twice MWI_LEAF_WALK_MAX */
