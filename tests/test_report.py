@@ -189,3 +189,30 @@ def test_unnamed_native_sites_say_how_to_get_names(tmp):
     named = tmp / "named.json"
     named.write_text(dump.read_text().replace("(+0xd8484)", "(rb_str_new+0x14)"))
     assert "without function names" not in report(str(named)).stdout
+
+
+def test_group_by_gem_names_the_dependency(tmp):
+    """--group gem: a gem's lines (its gem directory, Debian's
+    vendor_ruby), its C extension, Ruby's stdlib and VM, a native
+    library, and the application's lines, each summed into its own row."""
+    sites = [("/usr/share/rubygems-integration/all/gems/activesupport-6.1.7/lib/a.rb:3", 3000),
+             ("/usr/share/rubygems-integration/all/gems/activesupport-6.1.7/lib/b.rb:9", 1000),
+             ("/usr/lib/ruby/vendor_ruby/sqlite3/statement.rb:108", 2000),
+             ("/var/lib/gems/3.1.0/gems/nokogiri-1.15.0-x86_64-linux/lib/nokogiri/3.1/"
+              "nokogiri.so(xmlNew+0x1)[0x2]", 5000),
+             ("/usr/lib/ruby/3.1.0/json/common.rb:312", 7000),
+             ("/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1(+0xd8484)[0x7f0000d8484]", 900),
+             ("/usr/lib/x86_64-linux-gnu/libc.so.6(strdup+0x1a)[0x7f]", 800),
+             ("/srv/app/app/models/order.rb:5", 600)]
+    dump = tmp / "gems.json"
+    dump.write_text(json.dumps({"type": "header", "pid": 7, "age_unit": "ns"}) + "\n" + "".join(
+        json.dumps({"type": "site", "location": loc, "total_bytes": b, "allocations": 1,
+                    "frees": 0, "freed_bytes": 0, "live_bytes": b, "live_count": 1}) + "\n"
+        for loc, b in sites))
+    p = report("--group", "gem", str(dump))
+    assert p.returncode == 0, p.stderr
+    lines = [l for l in p.stdout.splitlines() if l.strip() and l.split()[0].isdigit()]
+    by = {l.split("  ")[-1].strip(): int(l.split()[0]) for l in lines}
+    assert by == {"ruby stdlib json": 7000, "gem nokogiri": 5000, "gem activesupport": 4000,
+                  "gem sqlite3": 2000, "ruby VM (libruby-3.1)": 900, "native libc": 800,
+                  "application": 600}, by

@@ -26,7 +26,7 @@ module MwrapReport
   SORT_KEYS = %w[held live total allocations frees lifespan].freeze
   # How sites are grouped (--group): by innermost line (the dump's
   # location, the default), by whole stack (--stacks dumps), by file.
-  GROUPS = %w[line stack file].freeze
+  GROUPS = %w[line stack file gem].freeze
 
   # Parses a dump file's text; raises ArgumentError on anything else.
   def self.parse(text, name = "dump")
@@ -322,6 +322,27 @@ module MwrapReport
     (held ? row[:held] : row[:live] || row[:total]).to_i
   end
 
+  # --- which dependency: --group=gem -------------------------------------
+
+  # The dependency a location belongs to, as an operator names it: a gem
+  # (its gem directory, Debian's vendor_ruby and rubygems-integration
+  # ones too) or its C extension, Ruby's standard library or the VM
+  # itself, a native library by its file, else the application.
+  def self.owner_of(location)
+    path = file_of(location)
+    name = path[%r{/gems/([^/]+?)-\d[^/]*/}, 1] || path[%r{/vendor_ruby/(?:\d[^/]*/)?(?:[^/]+-linux[^/]*/)?([^/.]+)}, 1]
+    return "gem #{name}" if name
+    return "ruby (internal)" if path.start_with?("<")
+    if (lib = path[%r{/ruby/\d[^/]*/(?:[^/]+-linux[^/]*/)?([^/.]+)}, 1])
+      return "ruby stdlib #{lib}"
+    end
+    base = File.basename(path)
+    return "ruby VM (#{base.sub(/\.so.*\z/, '')})" if base.start_with?("libruby")
+    return "native #{base.sub(/\.so[.\d]*\z/, '')}" if base.include?(".so")
+
+    "application"
+  end
+
   # "path:line (87%)" for a caller.
   def self.caller_words(loc, share)
     format("%s (%.0f%%)", loc, 100 * share)
@@ -346,6 +367,7 @@ module MwrapReport
       key, name = case group
                   when "stack" then [frames.map { |f| frame_location(f) }.join("\n"), loc]
                   when "file" then [file_of(loc)] * 2
+                  when "gem" then [owner_of(loc)] * 2
                   else [loc] * 2
                   end
       stack = group == "stack" && s[:stack] ? frames : nil
@@ -410,7 +432,8 @@ module MwrapReport
 
   # The title's words for a grouping.
   def self.group_words(group, focus)
-    words = { "line" => "line", "stack" => "stack", "file" => "file" }.fetch(group)
+    words = { "line" => "line", "stack" => "stack", "file" => "file",
+              "gem" => "gem, C extension or library" }.fetch(group)
     focus ? "#{words}, named by the first frame under #{focus}" : words
   end
 
