@@ -39,7 +39,7 @@ def test_leak_view_ranks_by_live_bytes_with_shares_and_header():
     ]
     head = p.stdout.splitlines()[:2]
     assert head[0] == "mwrap report: pid 4242, window 70.0 s, ages in gc_generations"
-    assert head[1] == ("RSS 130.0 MiB | malloc in use 90.6 MiB, free inside malloc 33.4 MiB"
+    assert head[1] == ("RSS 130.0 MiB at the dump | malloc in use 90.6 MiB, free inside malloc 33.4 MiB"
                        " | tracked live 13.5 MiB")
     assert "mean_lifespan" in p.stdout and " 0.5 " in p.stdout   # 29000/58000
 
@@ -142,7 +142,7 @@ def test_scan_and_object_view_in_the_leak_view():
     assert any(l.startswith("pointer scan: 1.4 MiB of 2.9 MiB live nothing points to")
                for l in lines)
     side = {l[:42].strip(): l[42:].strip() for l in lines if l.startswith("  ")}
-    assert side["RSS"] == "130.0 MiB"
+    assert side["RSS (before the dump)"] == "130.0 MiB"
     assert side["Ruby objects, memsize of all"] == "100.0 MiB"
     assert side["instruction sequences (4200 iseqs)"] == "85.0 MiB"
     assert "objects: 49000 live of 50000 slots; GC runs 12 (major 3); heap pages 120" in p.stdout

@@ -208,8 +208,13 @@ def preload_dump(tmp, rounds, size, depth=8):
 def test_preload_stacks_with_mwrap_report(tmp):
     rounds, size = 100, 10_000
     dump, upload, ping, keep = preload_dump(tmp, rounds, size)
-    _, sites = parse_json_dump(dump.read_text())
+    header, sites = parse_json_dump(dump.read_text())
     assert f"{HELPER}:{keep}" in sites
+    # at exit no GC judges the last work: the kept strings, made after
+    # Ruby's last GC, rank by live bytes, not as in flight
+    assert header["at_exit"] is True
+    p = run([REPORT, str(dump)])
+    assert "taken as the process exited: rows rank by live bytes" in p.stdout, p.stdout
     p = run([REPORT, "--format=json", "--focus", APP, str(dump)])
     assert p.returncode == 0, p.stderr
     check_exact(report_rows(p.stdout), upload, ping, rounds, size)

@@ -189,7 +189,8 @@ static int dump_to(const char *path, const struct mw_cmd *cmd)
 	static const struct progress dump_progress = { "dump", 1, "sites" };
 	static const struct progress scan_progress = { "scan", 1 << 20, "MiB" };
 	struct mw_dump_req req = { opts->dump_min, opts->format, 0, NULL,
-				   report_progress, (void *)&dump_progress };
+				   report_progress, (void *)&dump_progress,
+				   false };
 	struct mw_scan scan;
 	int ret;
 
@@ -499,7 +500,7 @@ void mw_ctl_finish(int discard, int restored)
 void mw_ctl_at_exit(void)
 {
 	struct mw_dump_req req = { opts->dump_min, MW_FORMAT_JSON, 0, NULL,
-				   NULL, NULL };
+				   NULL, NULL, true };
 
 	if (!lease_ns) {	/* --keep: the dump where the attach said */
 		dump_to(dump_path, NULL);

@@ -61,7 +61,7 @@ static void exit_dump(void)
 		fflush(NULL);
 	}
 	if (fd >= 0 && !(o->dump_heap & 4))
-		mw_dump(fd, o->dump_min, o->format);
+		mw_dump_at_exit(fd, o->dump_min, o->format);
 	if (fd >= 0 && (o->dump_heap & 3))
 		mw_dump_heap_pages(fd, o->dump_heap);
 	if (own && fd >= 0)

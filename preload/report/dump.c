@@ -115,7 +115,7 @@ void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live, bool with_ma
  * ~2 ms in a Puma worker, and stalls its threads' mallocs meanwhile).
  * @held: the sites carry held_bytes, counted against this GC count. */
 static void header_json(struct mw_out *o, bool with_malloc,
-			const struct mw_held *held)
+			const struct mw_held *held, bool at_exit)
 {
 	struct mw_stats st;
 
@@ -143,6 +143,8 @@ static void header_json(struct mw_out *o, bool with_malloc,
 		mw_out_json_u64(o, "held_min_age", held->min_age);
 		mw_out_json_u64(o, "held_window_gcs", held->max_age);
 	}
+	if (at_exit)
+		mw_out_str(o, ",\"at_exit\":true");
 	mw_out_str(o, "}\n");
 }
 
@@ -303,7 +305,7 @@ int mw_dump_req(int fd, const struct mw_dump_req *req)
 		hp = &held;
 	mw_out_init(&o, fd);
 	if (req->format == MW_FORMAT_JSON) {
-		header_json(&o, !req->top, hp);
+		header_json(&o, !req->top, hp, req->at_exit);
 		if (req->scan)
 			scan_header_json(&o, req->scan);
 	} else {
@@ -337,7 +339,14 @@ int mw_dump_req(int fd, const struct mw_dump_req *req)
 
 int mw_dump(int fd, uint64_t min, enum mw_format format)
 {
-	struct mw_dump_req req = { min, format, 0, NULL, NULL, NULL };
+	struct mw_dump_req req = { min, format, 0, NULL, NULL, NULL, false };
+
+	return mw_dump_req(fd, &req);
+}
+
+int mw_dump_at_exit(int fd, uint64_t min, enum mw_format format)
+{
+	struct mw_dump_req req = { min, format, 0, NULL, NULL, NULL, true };
 
 	return mw_dump_req(fd, &req);
 }

@@ -27,6 +27,9 @@
  * Context: not a hook (dladdr takes the loader lock); never allocates. */
 int mw_dump(int fd, uint64_t min, enum mw_format format);
 
+/* mw_dump as the process exits (mw_dump_req's at_exit). */
+int mw_dump_at_exit(int fd, uint64_t min, enum mw_format format);
+
 struct mw_dump_req {
 	uint64_t min;			/* sites with total > min */
 	enum mw_format format;
@@ -37,6 +40,9 @@ struct mw_dump_req {
 	 * written so far, or NULL. */
 	void (*progress)(uint64_t done, uint64_t total, void *arg);
 	void *progress_arg;
+	/* JSON: the process is exiting ("at_exit":true): what is live now
+	 * is what it never freed, and no GC will judge it */
+	bool at_exit;
 };
 
 /* mw_dump with every option; -ENOMEM if --top's array cannot be mapped

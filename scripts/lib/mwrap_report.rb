@@ -208,9 +208,12 @@ module MwrapReport
 
   # Whether DUMP splits live bytes into held (blocks that lived through a
   # GC) and in flight: a Ruby dump whose sites carry held_bytes, where a
-  # GC ran during the window (before one, nothing has lived through any).
+  # GC ran during the window (before one, nothing has lived through any),
+  # taken before the process's exit (at exit nothing is under way: what
+  # is live is what it never freed, and its last work no GC has judged).
   def self.held?(dump)
-    dump.header.key?("held_gc_count") && dump.sites.any? { |s| s[:held].to_i.positive? }
+    dump.header.key?("held_gc_count") && !dump.header["at_exit"] &&
+      dump.sites.any? { |s| s[:held].to_i.positive? }
   end
 
   # What DUMP's rows rank by unless --sort says: held bytes where it has
@@ -516,7 +519,8 @@ module MwrapReport
     out << exit_line(h) if h["exited_after_seconds"]
     out << "no Ruby in this process: every site is a native call site (caller address)" if h["ruby"] == false
     if h["rss_bytes"]
-      line = +"RSS #{human(h['rss_bytes'])}"
+      # when it was read: the object view's RSS (below) came before it
+      line = +"RSS #{human(h['rss_bytes'])} at the dump"
       line << " | malloc in use #{human(h['malloc_in_use_bytes'])}, " \
               "free inside malloc #{human(h['malloc_free_bytes'])}" if h["malloc_in_use_bytes"]
       line << " | tracked live #{human(h['tracked_live_bytes'])}" if h["tracked_live_bytes"]
@@ -666,6 +670,9 @@ module MwrapReport
   # nothing is held (no GC ran during the window).
   def self.held_line(dump)
     live = dump.sites.sum { |s| s[:live].to_i }
+    if dump.header["at_exit"]
+      return "taken as the process exited: rows rank by live bytes, what it never freed"
+    end
     unless held?(dump)
       return "no GC has run since tracking began: no block has lived through one yet, so rows rank by live bytes"
     end
@@ -739,7 +746,7 @@ module MwrapReport
   def self.objects_text(obj)
     mem = obj["memsize_by_type"] || {}
     out = +"memory side by side (object view taken at a safe point):\n"
-    [["RSS", obj["rss_bytes"]],
+    [["RSS (before the dump)", obj["rss_bytes"]],
      ["malloc in use (all arenas)", obj["malloc_in_use_bytes"]],
      ["tracked live malloc (this window)", obj["tracked_live_bytes"]],
      ["Ruby objects, memsize of all", mem["TOTAL"]],
