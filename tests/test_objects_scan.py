@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from conftest import ROOT, attach, parse_json_dump, ptrace_allowed, site_value, start_ready
+from conftest import (ROOT, attach, during_window, parse_json_dump, ptrace_allowed, site_value,
+                      start_ready, ATTACH)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -50,6 +51,41 @@ def test_scan_splits_kept_strings_from_dropped_blocks(spawn):
     assert attach(["-p", str(t.pid), "--detach"]).returncode == 0
     rc, rest, _ = t.finish()
     assert rc == 0 and rest == ["bye 2000"]
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+
+
+def test_scan_leaves_the_process_no_bigger(spawn, tmp):
+    """The scan reads only the pages the process has in its page tables:
+    a private writable mapping of a 64 MiB file it never read stays
+    unread (reading it would fault it in: RSS up 64 MiB, for good)."""
+    t, keep, _ = start(spawn)
+    path = os.path.join(tmp, "mapped")
+    with open(path, "wb") as f:
+        f.truncate(64 << 20)
+    t.send(f"map {path}")
+    t.expect("mapped")
+    t.send("go 2000")
+    t.expect("done")
+    before = rss_bytes(t.pid)
+    rc, out, err = during_window([ATTACH, "-p", str(t.pid), "-d", "2", "--objects", "--scan",
+                                  "--format=json"], t.pid, lambda: t.send("go 200"))
+    assert rc == 0, err
+    t.expect("done")
+    scan = next(r for r in records(out) if r["type"] == "scan")
+    assert scan["complete"] and scan["blocks"] >= 400
+    assert scan["not_resident_bytes"] >= 64 << 20, scan
+    # the window's own cost: the library, its tables, 400 blocks of
+    # 4,000 bytes made during it; nothing of the mapping
+    assert rss_bytes(t.pid) - before <= 16 << 20, (before, rss_bytes(t.pid))
+    _, sites = parse_json_dump(out)
+    assert sites[keep]["unreferenced_count"] <= 20
+    t.send("exit")
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == ["bye 2200"]
 
 
 def test_object_view_of_an_idle_process_without_require(spawn, tmp):

@@ -154,6 +154,7 @@ static void scan_header_json(struct mw_out *o, const struct mw_scan *sc)
 	mw_out_u64(o, sc->blocks, 0);
 	mw_out_json_u64(o, "memory_bytes", sc->memory_bytes);
 	mw_out_json_u64(o, "mapped_bytes", sc->total_bytes);
+	mw_out_json_u64(o, "not_resident_bytes", sc->not_resident_bytes);
 	mw_out_json_u64(o, "ms", sc->ms);
 	mw_out_str(o, ",\"complete\":");
 	mw_out_str(o, sc->complete ? "true" : "false");

@@ -38,6 +38,7 @@ struct work {
 	size_t nregions;
 	char *buf;		/* CHUNK bytes */
 	uintptr_t stack_lo, stack_hi;	/* this thread's stack mapping */
+	int pagemap;		/* /proc/self/pagemap, or -1 */
 };
 
 static void *map(size_t len)
@@ -250,6 +251,72 @@ static void scan_words(struct work *w, const uintptr_t *words, size_t n,
 	}
 }
 
+#define MAX_PAGES (CHUNK / 4096 + 2)
+
+/* Fills @vec with 1 for each of the @n pages from @base that is in the
+ * process's page tables (counted in its RSS), else 0: pagemap's present
+ * bit; without pagemap, mincore's (the page cache's, for a file).
+ * Returns 0, or -1 if the range is gone. */
+static int resident(const struct work *w, uintptr_t base, size_t n,
+		    uintptr_t page, unsigned char *vec)
+{
+	uint64_t pm[MAX_PAGES];
+	size_t i;
+
+	if (w->pagemap < 0)
+		return mincore((void *)base, n * page, vec);
+	if (pread(w->pagemap, pm, n * sizeof(*pm),
+		  (off_t)(base / page * sizeof(*pm))) != (ssize_t)(n * sizeof(*pm)))
+		return -1;
+	for (i = 0; i < n; i++)
+		vec[i] = (unsigned char)(pm[i] >> 63);
+	return 0;
+}
+
+/* Reads the resident pages of [@a, @a + @len) (@len <= CHUNK) and
+ * scans them; a page not resident is skipped, never read: reading it
+ * would fault it in (a file's page, a swapped one) and leave the
+ * process bigger.  Returns the bytes covered, read or skipped; less
+ * than @len where the range went away. */
+static size_t scan_chunk(struct work *w, struct mw_scan *scan, uintptr_t a,
+			 size_t len, uintptr_t lo, uintptr_t hi)
+{
+	unsigned char vec[MAX_PAGES];
+	uintptr_t page = (uintptr_t)getpagesize();
+	uintptr_t base = a & ~(page - 1), end = a + len, p;
+	size_t i = 0, npages = (end - base + page - 1) / page;
+
+	if (npages > MAX_PAGES || resident(w, base, npages, page, vec))
+		return 0;	/* unmapped meanwhile */
+	for (p = a; i < npages;) {
+		size_t j = i;
+		uintptr_t stop;
+
+		while (j < npages && (vec[j] & 1) == (vec[i] & 1))
+			j++;
+		stop = base + j * page < end ? base + j * page : end;
+		if (vec[i] & 1) {
+			struct iovec local = { w->buf, stop - p };
+			struct iovec remote = { (void *)p, stop - p };
+			ssize_t got = process_vm_readv(getpid(), &local, 1,
+						       &remote, 1, 0);
+
+			if (got <= 0)
+				return p - a;
+			scan_words(w, (const uintptr_t *)w->buf,
+				   (size_t)got / sizeof(uintptr_t), p, lo, hi);
+			scan->memory_bytes += (uint64_t)got;
+			if ((size_t)got < stop - p)
+				return p + (uintptr_t)got - a;
+		} else {
+			scan->not_resident_bytes += stop - p;
+		}
+		p = stop;
+		i = j;
+	}
+	return len;
+}
+
 static void scan_regions(struct work *w, struct mw_scan *scan,
 			 uint64_t deadline, mw_scan_progress_fn progress,
 			 void *arg)
@@ -258,7 +325,6 @@ static void scan_regions(struct work *w, struct mw_scan *scan,
 	uintptr_t lo = w->blocks[0].start;
 	uintptr_t hi = last->start + bsize(last) + 1;
 	uint64_t next_report = now_ms() + 500;
-	pid_t pid = getpid();
 	struct region own[4];
 	size_t r;
 
@@ -268,9 +334,7 @@ static void scan_regions(struct work *w, struct mw_scan *scan,
 		uintptr_t a = w->regions[r].start;
 
 		while (a < w->regions[r].end) {
-			size_t len = w->regions[r].end - a;
-			struct iovec local, remote;
-			ssize_t got;
+			size_t len = w->regions[r].end - a, done;
 			uint64_t t;
 
 			a = clip(own, a, &len);
@@ -278,17 +342,10 @@ static void scan_regions(struct work *w, struct mw_scan *scan,
 				continue;
 			if (len > CHUNK)
 				len = CHUNK;
-			local.iov_base = w->buf;
-			local.iov_len = len;
-			remote.iov_base = (void *)a;
-			remote.iov_len = len;
-			got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-			if (got <= 0)
+			done = scan_chunk(w, scan, a, len, lo, hi);
+			if (done < len)
 				break;	/* unmapped meanwhile, or unreadable */
-			scan_words(w, (const uintptr_t *)w->buf,
-				   (size_t)got / sizeof(uintptr_t), a, lo, hi);
-			scan->memory_bytes += (uint64_t)got;
-			a += (uintptr_t)got;
+			a += done;
 			t = now_ms();
 			if (t >= deadline) {
 				scan->complete = 0;
@@ -347,6 +404,7 @@ int mw_scan_run(struct mw_scan *scan, uint64_t budget_ms,
 	memset(scan, 0, sizeof(*scan));
 	memset(&w, 0, sizeof(w));
 	w.stack_lo = (uintptr_t)&w;
+	w.pagemap = -1;
 	/* room for blocks allocated while the snapshot is taken */
 	w.cap = (size_t)mw_live_count() + (size_t)mw_live_count() / 8 + 1024;
 	scan->nsites = mw_sites_count();
@@ -373,7 +431,10 @@ int mw_scan_run(struct mw_scan *scan, uint64_t budget_ms,
 		scan->total_bytes += w.regions[r].end - w.regions[r].start;
 	if (w.nblocks) {
 		sort_blocks(w.blocks, w.nblocks);
+		w.pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 		scan_regions(&w, scan, t0 + budget_ms, progress, arg);
+		if (w.pagemap >= 0)
+			close(w.pagemap);
 	} else {
 		scan->complete = 1;
 	}

@@ -4,7 +4,8 @@
  * Every private writable mapping of the process (data and bss, the
  * malloc heaps, Ruby's heap pages, thread stacks) is read, word by
  * aligned word, through process_vm_readv (a mapping that goes away
- * mid-scan gives EFAULT, never a fault), and each word that points into
+ * mid-scan gives EFAULT, never a fault), where its pages are resident
+ * (mincore: reading the others would fault them in for good), and each word that points into
  * a tracked live block (its start or inside it) marks that block
  * referenced.  The blocks nothing points to are "unreferenced": leaked,
  * as far as a scan that cannot see registers or tell a pointer from an
@@ -29,6 +30,7 @@ struct mw_scan {
 	size_t sites_len;		/* bytes mapped for @sites */
 	uint64_t blocks;		/* live blocks considered */
 	uint64_t memory_bytes;		/* bytes of mappings read */
+	uint64_t not_resident_bytes;	/* bytes of mappings left unread */
 	uint64_t total_bytes;		/* bytes of mappings to read */
 	uint64_t ms;			/* time taken */
 	int complete;			/* 0: stopped at the time budget */

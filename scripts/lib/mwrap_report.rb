@@ -769,9 +769,12 @@ module MwrapReport
     sc = dump.scan
     unref = dump.sites.sum { |s| unreferenced(s) || 0 }
     live = dump.sites.sum { |s| s[:live] || 0 }
-    format("pointer scan: %s of %s live nothing points to (%d blocks checked, %s of memory read in %d ms%s);\n" \
+    # pages not resident (swapped out, a file's never read) are left
+    # unread: reading would fault them in and leave the process bigger
+    unread = sc["not_resident_bytes"].to_i.positive? ? ", #{human(sc['not_resident_bytes'])} not resident left unread" : ""
+    format("pointer scan: %s of %s live nothing points to (%d blocks checked, %s of memory read in %d ms%s%s);\n" \
            "  an estimate: blocks reachable only from other leaked blocks count as referenced\n",
-           human(unref), human(live), sc["blocks"].to_i, human(sc["memory_bytes"]), sc["ms"].to_i,
+           human(unref), human(live), sc["blocks"].to_i, human(sc["memory_bytes"]), sc["ms"].to_i, unread,
            sc["complete"] ? "" : ", STOPPED at the time limit: unreferenced figures are too high")
   end
 

@@ -3,7 +3,9 @@
 # strings of 4,000 bytes (referenced from a global) and leaks N
 # Fiddle.malloc blocks of 4,000 bytes (addresses dropped), then prints
 # "done"; "ballast N" keeps N MB more in 1 MB strings (a scan long
-# enough to report progress), then prints "done"; "exit" ends it.
+# enough to report progress), then prints "done"; "map PATH" maps the
+# file PATH private and writable, never reads it, and prints "mapped";
+# "exit" ends it.
 # "ready" names the two lines.
 require "fiddle"
 $stdout.sync = true
@@ -23,6 +25,16 @@ while (line = $stdin.gets)
   when "ballast"
     n.to_i.times { KEPT << "b" * 1_000_000 }
     puts "done"
+  when "map"
+    libc = Fiddle.dlopen(nil)
+    mmap = Fiddle::Function.new(libc["mmap"], [Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT,
+                                               Fiddle::TYPE_INT, Fiddle::TYPE_INT, Fiddle::TYPE_LONG],
+                                Fiddle::TYPE_VOIDP)
+    File.open(n, "r+") do |f|
+      # PROT_READ | PROT_WRITE, MAP_PRIVATE
+      $mapped = mmap.call(nil, f.size, 3, 2, f.fileno, 0)
+    end
+    puts "mapped"
   when "exit"
     break
   end
