@@ -27,9 +27,13 @@ LIB_LAYERS = base core hook report control
 LIB_ARCHES = x86_64 aarch64
 LIB_SRCS = $(filter-out $(foreach a,$(filter-out $(MW_ARCH),$(LIB_ARCHES)),%_$(a).c),\
 	$(foreach d,$(LIB_LAYERS),$(wildcard preload/$(d)/*.c)))
-LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o)
+# common/: what the library and the injector both read (ELF files,
+# /proc maps, the clock); its objects are the library's lowest layer
+COMMON_SRCS = $(wildcard common/*.c)
+LIB_OBJS = $(LIB_SRCS:preload/%.c=build/preload/%.o) \
+	$(COMMON_SRCS:common/%.c=build/common/%.o)
 LIB_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden \
-	-fno-builtin -D_LGPL_SOURCE -MMD -Ipreload \
+	-fno-builtin -D_LGPL_SOURCE -MMD -Ipreload -I. \
 	-DMW_VERSION='"$(shell cat VERSION)"'
 # liburcu is linked dynamically (Debian's static archive uses local-exec
 # TLS, which a shared object cannot hold) with RPATH=$ORIGIN: copied next
@@ -141,7 +145,7 @@ INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
 	inject/ptrace.c inject/syscalls.c inject/maps.c inject/leaves.c \
 	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
 	inject/bpfeval.c inject/scprobe.c inject/safepoint.c inject/vecvictim.c \
-	inject/dlerror.c $(INJECT_ARCH_$(MW_ARCH))
+	inject/dlerror.c $(INJECT_ARCH_$(MW_ARCH)) $(COMMON_SRCS)
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
@@ -204,6 +208,10 @@ build/preload/%.o: preload/%.c | build/.build-deps
 	@mkdir -p $(@D)
 	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 
+build/common/%.o: common/%.c | build/.build-deps
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+
 $(LIBMWRAP): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -o $@ $(LIB_OBJS) $(URCU_LIBS) \
@@ -215,10 +223,10 @@ $(LIBMWRAP): $(LIB_OBJS)
 	done
 
 # gdb_script.S embeds inject/gdb/attach.py (.incbin, a path from here)
-$(INJECTOR): $(INJECT_SRCS) $(wildcard inject/*.h) inject/syscalls.def preload/inject_abi.h \
+$(INJECTOR): $(INJECT_SRCS) $(wildcard inject/*.h common/*.h) inject/syscalls.def preload/inject_abi.h \
 		inject/gdb/attach.py
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -std=gnu11 -o $@ $(INJECT_SRCS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -std=gnu11 -I. -o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
@@ -289,7 +297,7 @@ build/got_matrix/%/gotmain: tests/got_matrix/gotmain.c tests/got_matrix/sites.h 
 build/tests/test_options: preload/base/options.c
 build/tests/test_control: preload/base/command.c
 # the dump's function tables, read from its own file and from statics
-build/tests/test_symtab: preload/base/elfsyms.c \
+build/tests/test_symtab: preload/base/elfsyms.c common/elffile.c \
 	build/targets/statics build/targets/statics-stripped
 build/tests/test_live build/tests/test_live_threads: preload/core/live.c \
 	preload/core/live.h preload/base/spin.c preload/base/spin.h \
@@ -308,7 +316,7 @@ build/tests/libectls-ie.so: tests/c/ectls_lib.c
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -ftls-model=initial-exec -o $@ $<
 build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Ipreload -o $@ $< $(filter preload/%.c,$^)
+	$(CC) $(CFLAGS) $(WARN) -Ipreload -I. -o $@ $< $(filter preload/%.c common/%.c,$^)
 
 # inject/elfsym.c, tried on a library built for it, stripped and not
 build/tests/libelfsym.so: tests/c/elfsym_lib.c
@@ -318,35 +326,35 @@ build/tests/libelfsym.so: tests/c/elfsym_lib.c
 build/tests/libelfsym-stripped.so: build/tests/libelfsym.so
 	strip --strip-all -o $@ $<
 
-build/tests/test_elfsym: tests/c/test_elfsym.c inject/elfsym.c inject/elfsym.h \
+build/tests/test_elfsym: tests/c/test_elfsym.c inject/elfsym.c inject/elfsym.h common/elffile.c \
 		tests/c/tap.h build/tests/libelfsym.so build/tests/libelfsym-stripped.so
-	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/elfsym.c -ldl
+	$(CC) $(CFLAGS) $(WARN) -Iinject -I. -o $@ $< inject/elfsym.c common/elffile.c -ldl
 
 # inject/maps.c, included whole, against a target whose map never holds still
 build/tests/test_maps: tests/c/test_maps.c inject/maps.c inject/maps.h \
 		inject/leaves.c inject/leaves_$(MW_ARCH).c inject/leaves.h \
-		tests/c/tap.h build/targets/mapchurn
+		common/procmaps.c tests/c/tap.h build/targets/mapchurn
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/leaves.c \
-		inject/leaves_$(MW_ARCH).c -ldl
+	$(CC) $(CFLAGS) $(WARN) -Iinject -I. -o $@ $< inject/leaves.c \
+		inject/leaves_$(MW_ARCH).c common/procmaps.c -ldl
 
 # the seccomp probes (inject/scprobe.c): one for every listed syscall
 SCPROBE_SRCS = inject/scprobe.c inject/syscalls.c inject/syscalls_$(MW_ARCH).c \
 	inject/elfsym.c inject/maps.c inject/leaves.c \
-	inject/leaves_$(MW_ARCH).c
+	inject/leaves_$(MW_ARCH).c $(COMMON_SRCS)
 build/tests/test_scprobe: tests/c/test_scprobe.c $(SCPROBE_SRCS) inject/syscalls.def \
 		$(wildcard inject/*.h) tests/c/tap.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< $(SCPROBE_SRCS) -ldl
+	$(CC) $(CFLAGS) $(WARN) -Iinject -I. -o $@ $< $(SCPROBE_SRCS) -ldl
 
 # the leaves (inject/leaves.c) as this CPU's libc picks them: on aarch64
 # each one's code walked
 build/tests/test_leaves: tests/c/test_leaves.c inject/leaves.c \
 		inject/leaves_$(MW_ARCH).c inject/leaves.h inject/maps.c \
-		inject/maps.h tests/c/tap.h
+		inject/maps.h common/procmaps.c tests/c/tap.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Iinject -o $@ $< inject/leaves.c \
-		inject/leaves_$(MW_ARCH).c inject/maps.c -ldl
+	$(CC) $(CFLAGS) $(WARN) -Iinject -I. -o $@ $< inject/leaves.c \
+		inject/leaves_$(MW_ARCH).c inject/maps.c common/procmaps.c -ldl
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: $(LIBMWRAP)

@@ -23,7 +23,7 @@ Gem::Specification.new do |s|
   s.required_ruby_version = ">= 3.1"
   s.files = Dir.chdir(__dir__) do
     Dir["{VERSION,Makefile,README,LICENSE*,mwrap-attach.gemspec}", "docs/*.md",
-        "{preload,inject}/**/*.{c,h,S,py,def}",
+        "{common,preload,inject}/**/*.{c,h,S,py,def}",
         "ruby-ext/**/*.{c,h,rb}",
         "scripts/{mwrap,mwrap-attach,mwrap-report}",
         "scripts/lib/**/*.rb",

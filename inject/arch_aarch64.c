@@ -19,15 +19,18 @@
 #include "arch.h"
 #include "maps.h"
 #include "ptrace.h"
+#include "../common/procmaps.h"
 
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #ifndef NT_ARM_SYSTEM_CALL
 #define NT_ARM_SYSTEM_CALL 0x404
@@ -365,23 +368,33 @@ int mwi_arch_sigframe(struct mwi_thread *t, const mwi_regs *resume,
 	return 0;
 }
 
+static int vdso_line(const struct mw_maps_entry *e, void *arg)
+{
+	uintptr_t *range = arg;
+
+	if (e->pathlen != 6 || memcmp(e->path, "[vdso]", 6))
+		return 0;
+	range[0] = e->lo;
+	range[1] = e->hi;
+	return 1;
+}
+
 int mwi_arch_sigreturn_extra(pid_t pid, uintptr_t *addr)
 {
 	unsigned char code[65536];
-	char line[512];
-	unsigned long lo = 0, hi = 0;
+	char buf[4096];
+	uintptr_t range[2] = { 0, 0 }, lo, hi;
 	struct iovec local, remote;
-	FILE *f;
 	ssize_t n;
+	int fd;
 
-	snprintf(line, sizeof(line), "/proc/%d/maps", (int)pid);
-	if (!(f = fopen(line, "re")))
+	snprintf(buf, sizeof(buf), "/proc/%d/maps", (int)pid);
+	if ((fd = open(buf, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "[vdso]") &&
-		    sscanf(line, "%lx-%lx", &lo, &hi) == 2)
-			break;
-	fclose(f);
+	mw_maps_each(fd, buf, sizeof(buf), vdso_line, range);
+	close(fd);
+	lo = range[0];
+	hi = range[1];
 	if (!lo || hi <= lo || hi - lo > sizeof(code))
 		return -ENOENT;
 	local.iov_base = code;

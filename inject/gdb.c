@@ -5,6 +5,7 @@
 #include "arch.h"
 #include "exitcodes.h"
 #include "syscalls.h"
+#include "../common/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,14 +53,6 @@ static int plain(const char *s)
 		    (unsigned char)*s < 0x20)
 			return 0;
 	return 1;
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* One gdb session running the script: its output in @out.  Returns 0,
@@ -133,7 +126,7 @@ static int run_gdb(pid_t pid, const struct mwi_maps *m, uintptr_t dlerror_slot,
 	}
 	for (;;) {
 		struct pollfd p = { pipefd[0], POLLIN, 0 };
-		long left = until - now_ms();
+		long left = until - (long)mw_monotonic_ms();
 		ssize_t n;
 
 		if (left <= 0) {
@@ -169,7 +162,7 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps,
 	char shown[PATH_MAX];
 	unsigned long ino;
 	uintptr_t base;
-	long deadline = now_ms() + (long)(timeout * 1000);
+	long deadline = (long)mw_monotonic_ms() + (long)(timeout * 1000);
 	int ret, late = 0;
 	char *m;
 
@@ -195,7 +188,7 @@ int mwi_gdb_inject(pid_t pid, const struct mwi_maps *maps,
 					 "gdb is not installed");
 		late = ret == 1;
 		if (late || !strstr(out, "MW_NOSAFE=") ||
-		    now_ms() + 50 >= deadline ||
+		    (long)mw_monotonic_ms() + 50 >= deadline ||
 		    mwi_proc_gone(pid))
 			break;
 		usleep(50000);

@@ -9,6 +9,7 @@
 #include "maps.h"
 #include "ptrace.h"
 #include "safepoint.h"
+#include "../common/clock.h"
 #include "../preload/inject_abi.h"
 
 #include <dirent.h>
@@ -271,7 +272,7 @@ static int call_in_some_thread(const struct mwi_request *rq,
 			       const struct target_fns *fns, int *result,
 			       struct mwi_failure *why)
 {
-	long deadline = mwi_now_ms() + (long)(rq->timeout * 1000);
+	long deadline = (long)mw_monotonic_ms() + (long)(rq->timeout * 1000);
 	pid_t tids[256], two[2];
 	int ntids, i, ret;
 
@@ -304,7 +305,7 @@ static int call_in_some_thread(const struct mwi_request *rq,
 				/* the calls get a whole --timeout of their
 				 * own, whatever the search for a safe point
 				 * took of it */
-				thr.deadline_ms = mwi_now_ms() +
+				thr.deadline_ms = (long)mw_monotonic_ms() +
 						  (long)(rq->timeout * 1000);
 				ret = call_in(&thr, fns, rq, result, why);
 				mwi_settle(&thr);
@@ -332,7 +333,7 @@ static int call_in_some_thread(const struct mwi_request *rq,
 			return mwi_fail(why, EX_GONE, "safe-point",
 					"finding a safe point",
 					"the process exited", ESRCH);
-		if (mwi_now_ms() >= deadline)
+		if ((long)mw_monotonic_ms() >= deadline)
 			return mwi_fail(why, EX_NOSAFE, "safe-point",
 					"finding a safe point", "every thread "
 					"is busy inside libc or the loader", 0);

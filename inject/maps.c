@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "maps.h"
 #include "leaves.h"
+#include "../common/procmaps.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,7 +31,8 @@ static int is_unsafe_object(const char *base)
 /* One line of /proc/PID/maps. */
 struct maps_line {
 	unsigned long lo, hi, off, ino;
-	char perms[8], dev[32];
+	unsigned int dev_major, dev_minor;
+	char perms[5];
 	char path[PATH_MAX];	/* "" for an anonymous mapping */
 };
 
@@ -175,16 +177,21 @@ static size_t split_lines(const char *text, size_t len, struct line_ref *refs)
  * for a line that is not one of maps. */
 static int parse_line(const char *s, size_t n, struct maps_line *l)
 {
-	char buf[PATH_MAX + 256];
+	struct mw_maps_entry e;
+	size_t len;
 
-	if (n >= sizeof(buf))
-		n = sizeof(buf) - 1;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
-	l->path[0] = '\0';
-	if (sscanf(buf, "%lx-%lx %7s %lx %31s %lu %4095[^\n]", &l->lo, &l->hi,
-		   l->perms, &l->off, l->dev, &l->ino, l->path) < 6)
+	if (mw_maps_parse(s, n, &e))
 		return -EINVAL;
+	l->lo = e.lo;
+	l->hi = e.hi;
+	l->off = e.off;
+	l->ino = e.ino;
+	l->dev_major = e.dev_major;
+	l->dev_minor = e.dev_minor;
+	memcpy(l->perms, e.perms, sizeof(l->perms));
+	len = e.pathlen < sizeof(l->path) ? e.pathlen : sizeof(l->path) - 1;
+	memcpy(l->path, e.path, len);
+	l->path[len] = '\0';
 	return 0;
 }
 
@@ -225,7 +232,7 @@ static const char *file_name(const struct maps_line *l)
 struct libc_map {
 	uintptr_t base, lo_x, hi_x;	/* load base, executable range */
 	unsigned long ino;
-	char dev[32];
+	unsigned int dev_major, dev_minor;
 	char *path;			/* as maps shows it, or NULL */
 	size_t len;
 };
@@ -240,7 +247,8 @@ static int libc_line(const struct maps_line *l, void *arg)
 	if (l->off == 0 && !c->base) {
 		c->base = l->lo;
 		c->ino = l->ino;
-		snprintf(c->dev, sizeof(c->dev), "%s", l->dev);
+		c->dev_major = l->dev_major;
+		c->dev_minor = l->dev_minor;
 		if (c->path)
 			snprintf(c->path, c->len, "%s", l->path);
 	}
@@ -280,7 +288,8 @@ static void find_leaves(const struct libc_map *its, struct mwi_maps *m)
 		return;
 	ret = find_libc(&v, &ours);
 	view_free(&v);
-	if (ret || its->ino != ours.ino || strcmp(its->dev, ours.dev))
+	if (ret || its->ino != ours.ino || its->dev_major != ours.dev_major ||
+	    its->dev_minor != ours.dev_minor)
 		return;
 	for (i = 0; i < mwi_leaf_count && m->nleaf < MWI_MAX_LEAF; i++) {
 		uintptr_t at = (uintptr_t)dlsym(RTLD_DEFAULT, mwi_leaf_names[i]);

@@ -2,6 +2,7 @@
 /* ptrace.c - see ptrace.h */
 #define _GNU_SOURCE
 #include "ptrace.h"
+#include "../common/clock.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -22,19 +23,6 @@
 
 #define say(t, ...) \
 	do { if ((t)->verbose) fprintf(stderr, "mwrap-inject: " __VA_ARGS__); } while (0)
-
-long mwi_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-long mwi_now_ms(void)
-{
-	return mwi_now_us() / 1000;
-}
 
 static void on_alarm(int sig)
 {
@@ -57,7 +45,7 @@ static int wait_stop(struct mwi_thread *t, long until, int *status)
 		handler_set = 1;
 	}
 	for (;;) {
-		long left = until - mwi_now_ms();
+		long left = until - (long)mw_monotonic_ms();
 		struct itimerval it = { { 0, 0 }, { 0, 0 } };
 		pid_t r;
 
@@ -163,7 +151,7 @@ int mwi_seize(struct mwi_thread *t)
 		return -errno;
 	t->seized = 1;
 	ret = interrupt(t);
-	t->stop_start_us = mwi_now_us();
+	t->stop_start_us = (long)(mw_monotonic_ns() / 1000);
 	return ret;
 }
 
@@ -173,10 +161,10 @@ int mwi_run_for(struct mwi_thread *t, unsigned us)
 
 	if (ptrace(PTRACE_CONT, t->tid, 0, 0))
 		return -errno;
-	t->stopped_us += mwi_now_us() - t->stop_start_us;
+	t->stopped_us += (long)(mw_monotonic_ns() / 1000) - t->stop_start_us;
 	usleep(us);
 	ret = interrupt(t);
-	t->stop_start_us = mwi_now_us();
+	t->stop_start_us = (long)(mw_monotonic_ns() / 1000);
 	return ret;
 }
 
@@ -442,7 +430,7 @@ void mwi_release(struct mwi_thread *t)
 		/* nothing of ours to restore: the call's frame does it; an
 		 * interrupt stop to detach from (or the kernel detaches it
 		 * when we exit, the same way) */
-		t->deadline_ms = mwi_now_ms() + 1000;
+		t->deadline_ms = (long)mw_monotonic_ms() + 1000;
 		interrupt(t);
 		say(t, "left the call running in thread %d\n", (int)t->tid);
 	} else if (t->have_saved) {
@@ -464,7 +452,7 @@ void mwi_release(struct mwi_thread *t)
 	}
 	ptrace(PTRACE_DETACH, t->tid, 0, 0);
 	t->seized = 0;
-	t->stopped_us += mwi_now_us() - t->stop_start_us;
+	t->stopped_us += (long)(mw_monotonic_ns() / 1000) - t->stop_start_us;
 	say(t, "%lu syscall stops during guarded calls\n", t->syscall_stops);
 	for (i = 0; i < t->npending; i++) {
 		say(t, "re-sending signal %d\n", t->pending[i]);

@@ -122,7 +122,5 @@ int mwi_settle(struct mwi_thread *t);
  * state. */
 void mwi_release(struct mwi_thread *t);
 
-long mwi_now_ms(void);
-long mwi_now_us(void);
 
 #endif

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "safepoint.h"
 #include "syscalls.h"
+#include "../common/clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,7 +60,7 @@ int mwi_safe_point(struct mwi_thread *t, const struct mwi_maps *m)
 					"%d stops\n", attempt);
 			return ret;
 		}
-		if (mwi_now_ms() >= t->deadline_ms)
+		if ((long)mw_monotonic_ms() >= t->deadline_ms)
 			return -ETIMEDOUT;
 		/* let it run a little (varied, not to beat in step with a
 		 * loop of the target's) and look again */

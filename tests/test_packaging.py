@@ -31,7 +31,7 @@ def gem_spec(field):
 def test_the_gem_carries_every_source_of_the_product():
     files = set(gem_spec("files"))
     sources = {os.path.relpath(os.path.join(d, f), ROOT)
-               for top in ("preload", "inject", "ruby-ext", "scripts/lib", "man")
+               for top in ("common", "preload", "inject", "ruby-ext", "scripts/lib", "man")
                for d, _, names in os.walk(os.path.join(ROOT, top))
                for f in names if not f.endswith(BUILD_OUTPUTS)
                and not f.startswith("liburcu") and f != "mwrap-inject"}

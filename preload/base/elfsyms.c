@@ -6,47 +6,11 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define CHUNK_SYMS 2048		/* symbols per read: 48 KiB */
 #define SYMS_MAX (16u << 20)	/* symbols in the table read (384 MiB) */
 #define NOTE_MAX 4096		/* bytes of one note section read */
-
-static size_t page_up(size_t n)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-
-	return (n + pg - 1) & ~(pg - 1);
-}
-
-/* All @len bytes at @off, or -ENOEXEC if the file ends first, or
- * -errno. */
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ENOEXEC;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-/* Does [off, off + len) lie in a file of @size bytes? */
-static int within(uint64_t off, uint64_t len, uint64_t size)
-{
-	return off <= size && len <= size - off;
-}
 
 size_t mw_elf_build_id(const void *notes, size_t len, size_t align,
 		       const uint8_t **id)
@@ -101,10 +65,11 @@ static int same_loads(const Elf64_Phdr *ph, size_t n, const Elf64_Phdr *w,
 
 /* The file's build id (its note sections', else its PT_NOTE segments')
  * into @id; its length, 0 if none, or -errno.  @buf: NOTE_MAX bytes. */
-static long file_build_id(int fd, uint64_t fsize, const Elf64_Shdr *sh,
-			  size_t shnum, const Elf64_Phdr *ph, size_t phnum,
-			  uint8_t *buf, uint8_t *id)
+static long file_build_id(const struct mw_elf *e, uint8_t *buf, uint8_t *id)
 {
+	const Elf64_Shdr *sh = e->sh;
+	const Elf64_Phdr *ph = e->ph;
+	size_t shnum = e->shnum, phnum = e->eh.e_phnum;
 	int sections = 0;
 	size_t i;
 
@@ -130,9 +95,7 @@ static long file_build_id(int fd, uint64_t fsize, const Elf64_Shdr *sh,
 		}
 		if (len > NOTE_MAX)
 			len = NOTE_MAX;
-		if (!within(off, len, fsize))
-			return -ENOEXEC;
-		ret = pread_all(fd, buf, (size_t)len, off);
+		ret = mw_elf_read(e, buf, (size_t)len, off);
 		if (ret)
 			return ret;
 		n = mw_elf_build_id(buf, (size_t)len, (size_t)align, &p);
@@ -221,59 +184,10 @@ static int is_function(const Elf64_Sym *s, const Elf64_Shdr *sh,
 }
 
 struct reader {
-	int fd;
-	uint64_t fsize;
-	Elf64_Ehdr eh;
-	size_t shnum;
-	Elf64_Shdr *sh;		/* in scratch */
-	Elf64_Phdr *ph;		/* in scratch */
+	struct mw_elf elf;
 	Elf64_Sym *chunk;	/* in scratch */
 	uint8_t *note;		/* in scratch */
 };
-
-/* Reads and checks the ELF header, the program and section headers. */
-static int read_headers(struct reader *r)
-{
-	Elf64_Ehdr *eh = &r->eh;
-	int ret = pread_all(r->fd, eh, sizeof(*eh), 0);
-
-	if (ret)
-		return ret;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	    eh->e_ident[EI_DATA] != ELFDATA2LSB ||
-#else
-	    eh->e_ident[EI_DATA] != ELFDATA2MSB ||
-#endif
-	    (eh->e_phnum && eh->e_phentsize != sizeof(Elf64_Phdr)) ||
-	    eh->e_phnum >= PN_XNUM ||
-	    (eh->e_shoff && eh->e_shentsize != sizeof(Elf64_Shdr)))
-		return -ENOEXEC;
-	if (!within(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr),
-		    r->fsize))
-		return -ENOEXEC;
-	ret = pread_all(r->fd, r->ph, eh->e_phnum * sizeof(Elf64_Phdr),
-			eh->e_phoff);
-	if (ret || !eh->e_shoff)
-		return ret;
-	r->shnum = eh->e_shnum;
-	if (!r->shnum) {	/* extended numbering: the count in sh[0] */
-		Elf64_Shdr first;
-
-		ret = pread_all(r->fd, &first, sizeof(first), eh->e_shoff);
-		if (ret)
-			return ret;
-		if (first.sh_size > MW_ELF_SHNUM_MAX)
-			return -EFBIG;
-		r->shnum = (size_t)first.sh_size;
-	}
-	if (!within(eh->e_shoff, (uint64_t)r->shnum * sizeof(Elf64_Shdr),
-		    r->fsize))
-		return -ENOEXEC;
-	return pread_all(r->fd, r->sh, r->shnum * sizeof(Elf64_Shdr),
-			 eh->e_shoff);
-}
 
 /* The symbol table to read: .symtab, else .dynsym; its index, or -1. */
 static long pick_table(const struct reader *r)
@@ -281,10 +195,10 @@ static long pick_table(const struct reader *r)
 	long dyn = -1;
 	size_t i;
 
-	for (i = 0; i < r->shnum; i++) {
-		if (r->sh[i].sh_type == SHT_SYMTAB)
+	for (i = 0; i < r->elf.shnum; i++) {
+		if (r->elf.sh[i].sh_type == SHT_SYMTAB)
 			return (long)i;
-		if (r->sh[i].sh_type == SHT_DYNSYM && dyn < 0)
+		if (r->elf.sh[i].sh_type == SHT_DYNSYM && dyn < 0)
 			dyn = (long)i;
 	}
 	return dyn;
@@ -302,15 +216,15 @@ static int read_funcs(struct reader *r, const Elf64_Shdr *sh, uint64_t strsize,
 	while (i < nsyms) {
 		size_t k, m = nsyms - i < CHUNK_SYMS ? (size_t)(nsyms - i)
 						     : CHUNK_SYMS;
-		int ret = pread_all(r->fd, r->chunk, m * sizeof(Elf64_Sym),
-				    sh->sh_offset + i * sizeof(Elf64_Sym));
+		int ret = mw_elf_read(&r->elf, r->chunk, m * sizeof(Elf64_Sym),
+				      sh->sh_offset + i * sizeof(Elf64_Sym));
 
 		if (ret)
 			return ret;
 		for (k = 0; k < m; k++) {
 			const Elf64_Sym *s = &r->chunk[k];
 
-			if (!is_function(s, r->sh, r->shnum, strsize) ||
+			if (!is_function(s, r->elf.sh, r->elf.shnum, strsize) ||
 			    !out->names[s->st_name])
 				continue;
 			if (n == cap)
@@ -335,20 +249,18 @@ static int read_funcs(struct reader *r, const Elf64_Shdr *sh, uint64_t strsize,
 static int read_table(struct reader *r, const struct mw_elf_want *want,
 		      struct mw_elf_syms *out)
 {
+	const struct mw_elf *e = &r->elf;
 	const Elf64_Shdr *sh, *str;
 	uint8_t id[MW_ELF_BUILD_ID_MAX];
 	size_t names_len, funcs_len, cap, used;
 	uint64_t nsyms;
-	long ret = read_headers(r), t;
+	long ret, t;
 
-	if (ret)
-		return (int)ret;
 	if (want && want->phdr &&
-	    !same_loads(r->ph, r->eh.e_phnum, want->phdr, want->phnum))
+	    !same_loads(e->ph, e->eh.e_phnum, want->phdr, want->phnum))
 		return -ESTALE;
 	if (want && want->check_build_id) {
-		ret = file_build_id(r->fd, r->fsize, r->sh, r->shnum, r->ph,
-				    r->eh.e_phnum, r->note, id);
+		ret = file_build_id(e, r->note, id);
 		if (ret < 0)
 			return (int)ret;
 		if ((size_t)ret != want->build_id_len ||
@@ -358,13 +270,13 @@ static int read_table(struct reader *r, const struct mw_elf_want *want,
 	t = pick_table(r);
 	if (t < 0)
 		return -ENOENT;
-	sh = &r->sh[t];
-	if (sh->sh_entsize != sizeof(Elf64_Sym) || sh->sh_link >= r->shnum ||
-	    !within(sh->sh_offset, sh->sh_size, r->fsize))
+	sh = &e->sh[t];
+	if (sh->sh_entsize != sizeof(Elf64_Sym) || sh->sh_link >= e->shnum ||
+	    !mw_elf_within(sh->sh_offset, sh->sh_size, e->fsize))
 		return -ENOEXEC;
-	str = &r->sh[sh->sh_link];
+	str = &e->sh[sh->sh_link];
 	if (str->sh_type != SHT_STRTAB ||
-	    !within(str->sh_offset, str->sh_size, r->fsize))
+	    !mw_elf_within(str->sh_offset, str->sh_size, e->fsize))
 		return -ENOEXEC;
 	nsyms = sh->sh_size / sizeof(Elf64_Sym);
 	if (str->sh_size > MW_ELF_STRTAB_MAX || nsyms > SYMS_MAX)
@@ -374,8 +286,8 @@ static int read_table(struct reader *r, const struct mw_elf_want *want,
 	 * room to sort them: pages never written cost nothing, and all past
 	 * the functions kept are given back below */
 	cap = nsyms < MW_ELF_FUNCS_MAX ? (size_t)nsyms : MW_ELF_FUNCS_MAX;
-	names_len = page_up((size_t)str->sh_size + 1);
-	funcs_len = page_up(2 * cap * sizeof(struct mw_elf_func));
+	names_len = mw_elf_page_up((size_t)str->sh_size + 1);
+	funcs_len = mw_elf_page_up(2 * cap * sizeof(struct mw_elf_func));
 	out->maplen = names_len + funcs_len;
 	out->map = mmap(NULL, out->maplen, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -386,12 +298,12 @@ static int read_table(struct reader *r, const struct mw_elf_want *want,
 	out->names = out->map;
 	out->func = (struct mw_elf_func *)((char *)out->map + names_len);
 	/* the extra byte past the table stays NUL: every name ends */
-	ret = pread_all(r->fd, out->map, (size_t)str->sh_size, str->sh_offset);
+	ret = mw_elf_read(e, out->map, (size_t)str->sh_size, str->sh_offset);
 	if (!ret)
 		ret = read_funcs(r, sh, str->sh_size, out, cap);
 	if (ret)
 		return (int)ret;
-	used = names_len + page_up(out->n * sizeof(struct mw_elf_func));
+	used = names_len + mw_elf_page_up(out->n * sizeof(struct mw_elf_func));
 	if (used < out->maplen) {
 		munmap((char *)out->map + used, out->maplen - used);
 		out->maplen = used;
@@ -403,32 +315,27 @@ static int read_table(struct reader *r, const struct mw_elf_want *want,
 int mw_elf_syms_read(int fd, const struct mw_elf_want *want,
 		     struct mw_elf_syms *out)
 {
-	struct reader r = { .fd = fd };
-	size_t sh_len, ph_len, len;
-	struct stat st;
+	struct reader r;
+	size_t len = CHUNK_SYMS * sizeof(Elf64_Sym) + NOTE_MAX;
 	char *scratch;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (fstat(fd, &st))
-		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr))
-		return -ENOEXEC;
-	r.fsize = (uint64_t)st.st_size;
-	/* headers and one chunk of symbols, in one scratch mapping */
-	sh_len = MW_ELF_SHNUM_MAX * sizeof(Elf64_Shdr);
-	ph_len = PN_XNUM * sizeof(Elf64_Phdr);
-	len = sh_len + ph_len + CHUNK_SYMS * sizeof(Elf64_Sym) + NOTE_MAX;
+	ret = mw_elf_open(&r.elf, fd);
+	if (ret)
+		return ret;
+	/* one chunk of symbols and a note, in one scratch mapping */
 	scratch = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (scratch == MAP_FAILED)
+	if (scratch == MAP_FAILED) {
+		mw_elf_close(&r.elf);
 		return -ENOMEM;
-	r.sh = (Elf64_Shdr *)scratch;
-	r.ph = (Elf64_Phdr *)(scratch + sh_len);
-	r.chunk = (Elf64_Sym *)(scratch + sh_len + ph_len);
+	}
+	r.chunk = (Elf64_Sym *)scratch;
 	r.note = (uint8_t *)(scratch + len - NOTE_MAX);
 	ret = read_table(&r, want, out);
 	munmap(scratch, len);
+	mw_elf_close(&r.elf);
 	if (ret)
 		mw_elf_syms_free(out);
 	return ret;

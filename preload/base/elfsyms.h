@@ -13,14 +13,13 @@
 #ifndef MW_ELFSYMS_H
 #define MW_ELFSYMS_H
 
-#include <elf.h>
+#include "common/elffile.h"
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bounds on what one file may cost (beyond them it has no table): */
+/* Bounds on what one file may cost (beyond them it has no table; and
+ * common/elffile.h's): */
 #define MW_ELF_FUNCS_MAX (1u << 20)		/* functions kept */
-#define MW_ELF_STRTAB_MAX (64u << 20)		/* bytes of names read */
-#define MW_ELF_SHNUM_MAX 4096u			/* section headers */
 #define MW_ELF_BUILD_ID_MAX 64u			/* bytes (sha1: 20) */
 
 enum mw_elf_table { MW_ELF_NONE = 0, MW_ELF_DYNSYM, MW_ELF_SYMTAB };

@@ -17,6 +17,7 @@
 #include "report/rbjob.h"
 #include "report/scan.h"
 #include "report/stats.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>

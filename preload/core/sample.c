@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sample.c - see sample.h */
 #include "core/sample.h"
+#include "common/clock.h"
 
 #include <string.h>
 #include <time.h>
@@ -18,13 +19,9 @@ static uint64_t next_random(void)
 {
 	uint64_t x = mw_tls.rng;
 
-	if (!x) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		x = (uint64_t)ts.tv_nsec ^ ((uint64_t)(uintptr_t)&mw_tls << 16) ^
+	if (!x)
+		x = mw_monotonic_ns() ^ ((uint64_t)(uintptr_t)&mw_tls << 16) ^
 		    0x9e3779b97f4a7c15ull;
-	}
 	x ^= x >> 12;
 	x ^= x << 25;
 	x ^= x >> 27;

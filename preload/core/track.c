@@ -12,6 +12,7 @@
 #include "core/sites.h"
 #include "core/stacks.h"
 #include "core/walkcache.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <time.h>
@@ -28,14 +29,6 @@ enum mw_age_unit mw_age_unit;
 uint64_t mw_track_since_ns;
 /* Plain: set before tracking is enabled (as mw_sample_bytes). */
 unsigned mw_track_stacks;
-
-uint64_t mw_monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Outside Ruby, births are stored in units of 2^20 ns (~1 ms): 24 bits
  * of them span 4.9 hours. */

@@ -90,8 +90,6 @@ extern uint64_t mw_track_since_ns;
  * Set before tracking is enabled, read by hooks. */
 extern unsigned mw_track_stacks;
 
-/* Context: any; async-signal-safe. */
-uint64_t mw_monotonic_ns(void);
 
 #pragma GCC visibility pop
 

@@ -15,6 +15,7 @@
 #include "core/stacks.h"
 #include "core/track.h"
 #include "hook/rbheap.h"
+#include "common/clock.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

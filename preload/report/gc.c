@@ -6,6 +6,7 @@
 #include "report/stats.h"
 #include "core/rbpos.h"
 #include "core/track.h"
+#include "common/clock.h"
 
 #include <errno.h>
 

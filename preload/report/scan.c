@@ -7,6 +7,8 @@
 #include "core/sites.h"
 #include "core/stacks.h"
 #include "core/track.h"
+#include "common/clock.h"
+#include "common/procmaps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,14 +49,6 @@ static void *map(size_t len)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return m == MAP_FAILED ? NULL : m;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static inline uint64_t bsize(const struct block *b)
@@ -100,79 +94,36 @@ static void sort_blocks(struct block *a, size_t n)
 
 /* --- the regions -------------------------------------------------------- */
 
-static uintptr_t parse_hex(const char **p)
+/* One mapping: keeps private writable ones but the special ones
+ * ([vvar], [vsyscall]) and device files. */
+static int take_region(const struct mw_maps_entry *e, void *arg)
 {
-	uintptr_t v = 0;
+	struct work *w = arg;
 
-	for (;; (*p)++) {
-		char c = **p;
-
-		if (c >= '0' && c <= '9')
-			v = v * 16 + (uintptr_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v = v * 16 + (uintptr_t)(c - 'a' + 10);
-		else
-			return v;
-	}
-}
-
-/* One line of /proc/self/maps: keeps private writable mappings but the
- * special ones ([vvar], [vsyscall]) and device files. */
-static void take_region(struct work *w, const char *line, const char *end)
-{
-	const char *p = line, *path;
-	uintptr_t start, stop;
-	int fields = 0;
-
-	start = parse_hex(&p);
-	if (*p++ != '-')
-		return;
-	stop = parse_hex(&p);
-	if (*p++ != ' ' || end - p < 4)
-		return;
-	if (p[0] != 'r' || p[1] != 'w' || p[3] != 'p')
-		return;
-	/* path: after the 5 fields perms offset dev inode */
-	for (path = p; path < end && fields < 4; path++)
-		if (*path == ' ' && path[1] != ' ')
-			fields++;
-	while (path < end && *path == ' ')
-		path++;
-	if ((end - path >= 5 && memcmp(path, "/dev/", 5) == 0) ||
-	    (end - path >= 6 && memcmp(path, "[vvar]", 6) == 0) ||
+	if (e->perms[0] != 'r' || e->perms[1] != 'w' || e->perms[3] != 'p')
+		return 0;
+	if ((e->pathlen >= 5 && memcmp(e->path, "/dev/", 5) == 0) ||
+	    (e->pathlen >= 6 && memcmp(e->path, "[vvar]", 6) == 0) ||
 	    w->nregions == MAX_REGIONS)
-		return;
-	if (w->stack_lo >= start && w->stack_lo < stop)
-		return;		/* our own stack holds snapshot copies */
-	w->regions[w->nregions].start = start;
-	w->regions[w->nregions].end = stop;
+		return 0;
+	if (w->stack_lo >= e->lo && w->stack_lo < e->hi)
+		return 0;	/* our own stack holds snapshot copies */
+	w->regions[w->nregions].start = e->lo;
+	w->regions[w->nregions].end = e->hi;
 	w->nregions++;
+	return 0;
 }
 
 static int read_regions(struct work *w)
 {
 	char buf[8192];
-	size_t have = 0;
-	ssize_t n;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int ret, fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	while ((n = read(fd, buf + have, sizeof(buf) - have)) > 0) {
-		char *line = buf, *nl;
-
-		have += (size_t)n;
-		while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
-			take_region(w, line, nl);
-			line = nl + 1;
-		}
-		have -= (size_t)(line - buf);
-		memmove(buf, line, have);
-		if (have == sizeof(buf))
-			have = 0;	/* a line longer than the buffer */
-	}
+	ret = mw_maps_each(fd, buf, sizeof(buf), take_region, w);
 	close(fd);
-	return 0;
+	return ret;
 }
 
 /* The scan's own mappings hold copies of block addresses: never read
@@ -282,7 +233,7 @@ static size_t scan_chunk(struct work *w, struct mw_scan *scan, uintptr_t a,
 			 size_t len, uintptr_t lo, uintptr_t hi)
 {
 	unsigned char vec[MAX_PAGES];
-	uintptr_t page = (uintptr_t)getpagesize();
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t base = a & ~(page - 1), end = a + len, p;
 	size_t i = 0, npages = (end - base + page - 1) / page;
 
@@ -324,7 +275,7 @@ static void scan_regions(struct work *w, struct mw_scan *scan,
 	const struct block *last = &w->blocks[w->nblocks - 1];
 	uintptr_t lo = w->blocks[0].start;
 	uintptr_t hi = last->start + bsize(last) + 1;
-	uint64_t next_report = now_ms() + 500;
+	uint64_t next_report = mw_monotonic_ms() + 500;
 	struct region own[4];
 	size_t r;
 
@@ -346,7 +297,7 @@ static void scan_regions(struct work *w, struct mw_scan *scan,
 			if (done < len)
 				break;	/* unmapped meanwhile, or unreadable */
 			a += done;
-			t = now_ms();
+			t = mw_monotonic_ms();
 			if (t >= deadline) {
 				scan->complete = 0;
 				return;
@@ -397,7 +348,7 @@ int mw_scan_run(struct mw_scan *scan, uint64_t budget_ms,
 		mw_scan_progress_fn progress, void *arg)
 {
 	struct work w;
-	uint64_t t0 = now_ms();
+	uint64_t t0 = mw_monotonic_ms();
 	size_t r;
 	int ret;
 
@@ -440,7 +391,7 @@ int mw_scan_run(struct mw_scan *scan, uint64_t budget_ms,
 	}
 	tally(&w, scan);
 	unmap_work(&w);
-	scan->ms = now_ms() - t0;
+	scan->ms = mw_monotonic_ms() - t0;
 	return 0;
 }
 

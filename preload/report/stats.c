@@ -7,6 +7,7 @@
 #include "core/track.h"
 #include "core/walkcache.h"
 #include "report/symbolize.h"
+#include "common/clock.h"
 
 #include <string.h>
 
