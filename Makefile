@@ -20,7 +20,7 @@ RUBY_SITELIB = $(shell $(RUBY) -e 'print RbConfig::CONFIG["sitelibdir"]' 2>/dev/
 RUBY_SITEARCH = $(shell $(RUBY) -e 'print RbConfig::CONFIG["sitearchdir"]' 2>/dev/null)
 
 # preload/ by layer, each including only the ones before it
-# (scripts/check-layers): base < core < hook < report < control.
+# (dev/check-layers): base < core < hook < report < control.
 LIB_LAYERS = base core hook report control
 # A file named *_ARCH.c is built only for that CPU (MW_ARCH, below), as
 # inject/'s are: hook/trampoline_ARCH.c, core/rbpos_ARCH.c.
@@ -127,7 +127,7 @@ deps:
 # The man pages are committed (man -l man/X.1 reads them from the tree);
 # their EXIT STATUS sections are written from the one table of exit codes.
 man:
-	@scripts/man-exit-status
+	@dev/man-exit-status
 
 # what building the product alone needs (make install on a server)
 deps-build:
@@ -358,12 +358,12 @@ build/tests/test_leaves: tests/c/test_leaves.c inject/leaves.c \
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: $(LIBMWRAP)
-	@scripts/check-imports $(LIBMWRAP)
+	@dev/check-imports $(LIBMWRAP)
 
 # preload/'s includes only go down its layers, with no cycle; core/ and
 # hook/ objects import only what their allowlists name.
 check-layers: $(LIBMWRAP)
-	@scripts/check-layers
+	@dev/check-layers
 
 test: setup
 	@$(MAKE) --no-print-directory test-c check-hooks check-layers test-py
@@ -388,25 +388,25 @@ VERSION_TESTS = tests/test_attach.py tests/test_preload.py tests/test_stacks.py 
 test-versions: setup
 	$(PYTEST) -q $(VERSION_TESTS)
 
-# Other Rubies, in cached Debian roots (scripts/debian-root): Debian 13's 3.3
+# Other Rubies, in cached Debian roots (dev/debian-root): Debian 13's 3.3
 # the whole suite, sid's 3.4 the version tests.
 test-debian13:
 	@scripts/install-deps root
-	scripts/debian-root trixie make test
+	dev/debian-root trixie make test
 
 test-ruby34:
 	@scripts/install-deps root
-	scripts/debian-root ruby34 make test-versions
+	dev/debian-root ruby34 make test-versions
 
 # Rubies built from ../shared/ruby-src as the official ruby: images build
-# them (scripts/ruby-src: /usr/local, shared libruby, YJIT, ZJIT on 4.x),
+# them (dev/ruby-src: /usr/local, shared libruby, YJIT, ZJIT on 4.x),
 # cached in /var/cache/mwrap-attach/ruby-src; each runs the attach,
 # preload, stacks and versions tests with RUBYOPT=--yjit, 4.x also with
 # --zjit.  RUBIES=3.2.8 builds and tests 3.2 the same way.
 RUBIES = 3.4.3 4.1.0-dev
 test-ruby-src:
 	@scripts/install-deps root
-	scripts/ruby-src test $(RUBIES)
+	dev/ruby-src test $(RUBIES)
 
 # aarch64: an arm64 Debian 12 VM under qemu (TCG, no KVM; cached in
 # /var/cache/mwrap-attach/arm64, built once in ~5 min), booted with a
@@ -417,11 +417,11 @@ test-ruby-src:
 # 1,542 s from qemu's start at host load 5-7, within arm64-vm's 3,600 s).
 test-arm64:
 	@scripts/install-deps arm64
-	scripts/arm64-vm run sh tests/arm64/job.sh
+	dev/arm64-vm run sh tests/arm64/job.sh
 
 # Containers as a runtime runs them: podman from Debian, images made
 # from cached debootstrap roots (tests/container/image; ruby-image: the
-# source-built Ruby of scripts/ruby-src with jemalloc preloaded), no
+# source-built Ruby of dev/ruby-src with jemalloc preloaded), no
 # registry.
 test-container: setup
 	@scripts/install-deps container
@@ -450,7 +450,7 @@ test-speedscope: setup
 	$(PYTEST) -q tests/test_speedscope.py
 
 fuzz: deps
-	@scripts/fuzz
+	@dev/fuzz
 
 # Every case of tests/safety 20 times (make test runs each twice).
 test-safety: setup
@@ -543,28 +543,28 @@ $(DEB_FILE): $(DEB_SOURCES)
 	@$(MAKE) --no-print-directory deb
 
 # The debug-sidecar image (docs/sidecar.md): the .deb installed in a
-# minimal Debian root (scripts/debian-root sidecar-SUITE, cached),
+# minimal Debian root (dev/debian-root sidecar-SUITE, cached),
 # imported into podman; made again only when the .deb or its recipe
 # changed.
 sidecar: $(DEB_FILE)
-	timeout 1800 scripts/sidecar-image $(DEB_FILE)
+	timeout 1800 dev/sidecar-image $(DEB_FILE)
 
 # It attaches from beside a Ruby service's container (tests/container's
 # app image), as kubectl debug --target does.
 test-sidecar: setup
 	@scripts/install-deps container packages
 	@$(MAKE) --no-print-directory sidecar
-	MWRAP_TEST_SIDECAR=$$(scripts/sidecar-image $(DEB_FILE)) \
+	MWRAP_TEST_SIDECAR=$$(dev/sidecar-image $(DEB_FILE)) \
 		$(PYTEST) -q tests/container/test_sidecar.py
 
-# The gem and the .deb installed in fresh minimal roots (scripts/debian-root
+# The gem and the .deb installed in fresh minimal roots (dev/debian-root
 # gem-bookworm, gem-trixie, deb-bookworm: built first, once, then cached),
 # and lintian.
 test-packages:
 	@scripts/install-deps packages
 	@$(MAKE) --no-print-directory packages
 	@for r in gem-bookworm gem-trixie deb-bookworm; do \
-		timeout 1800 scripts/debian-root $$r true || exit 1; done
+		timeout 1800 dev/debian-root $$r true || exit 1; done
 	MWRAP_TEST_PACKAGES=1 $(PYTEST) -q tests/packages
 
 # (and the products where they were made before build/)

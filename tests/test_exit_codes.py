@@ -76,7 +76,7 @@ def test_the_man_pages_say_what_the_table_says():
     for command, rows in codes.items():
         assert man_codes(command) == [(n, what) for n, _, what in rows], command
     # and make man would change nothing
-    p = run([os.path.join(SCRIPTS, "man-exit-status"), "--check"])
+    p = run([os.path.join(ROOT, "dev", "man-exit-status"), "--check"])
     assert p.returncode == 0, p.stderr
 
 
@@ -84,15 +84,15 @@ def test_the_checker_names_a_stale_page(tmp):
     """man-exit-status --check fails on a page the table disagrees with."""
     copy = tmp / "tree"
     copy.mkdir()
-    for d in ("scripts", "man", "inject"):
+    for d in ("scripts", "dev", "man", "inject"):
         subprocess.run(["cp", "-r", os.path.join(ROOT, d), str(copy / d)], check=True,
                        timeout=60)
     page = copy / "man" / "mwrap-report.1"
     page.write_text(page.read_text().replace("\n3\na dump cannot be read\n",
                                              "\n4\na dump cannot be read\n"))
-    p = run([str(copy / "scripts" / "man-exit-status"), "--check"])
+    p = run([str(copy / "dev" / "man-exit-status"), "--check"])
     assert p.returncode == 1 and f"{page}: run make man" in p.stderr, p.stderr
-    p = run([str(copy / "scripts" / "man-exit-status")])
+    p = run([str(copy / "dev" / "man-exit-status")])
     assert p.returncode == 0 and man_codes_of(page)[-1] == (3, "a dump cannot be read")
 
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# job.sh - what `make test-arm64` runs inside the arm64 VM (scripts/arm64-vm
+# job.sh - what `make test-arm64` runs inside the arm64 VM (dev/arm64-vm
 # runs it as root in a fresh copy of the tree): builds the injector,
 # libmwrap.so, the C unit tests and test_seccomp's targets, runs those,
 # tests/arm64 (the injector's calls with both backends; libmwrap.so
@@ -73,7 +73,7 @@ tests/safety/test_matrix.py::test_ruby_threads_raised_and_killed"
 MWRAP_SAFETY_REPEAT=1 step /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider $CORE
 # Ruby 3.2+ (its execution context through TLS) on aarch64: test_lib
 # again in a chroot of Debian 13's userland, the guest's second disk
-# (scripts/arm64-vm), Ruby 3.3 and gdb 16 there, with this job's build;
+# (dev/arm64-vm), Ruby 3.3 and gdb 16 there, with this job's build;
 # and test_seccomp against its glibc 2.41, whose threads start by clone3
 # (Debian 12's arm64 2.36 makes clone alone); the frames test and a
 # stacks test: 3.3's GET_EC() is a call there, which we follow to the EC

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The injector's calls on the CPU at hand (x86-64 on the host, aarch64 in
-the VM of scripts/arm64-vm, make test-arm64): mwrap-inject loads a small
+the VM of dev/arm64-vm, make test-arm64): mwrap-inject loads a small
 library into C targets stopped in a blocking read, in a nanosleep and in
 a loop of their own, with the native backend and with gdb, and each
 target goes on as if nothing happened (its registers, vector registers,

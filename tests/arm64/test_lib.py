@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """libmwrap.so on the CPU at hand (x86-64 on the host, aarch64 in the VM of
-scripts/arm64-vm, make test-arm64): preloaded (`mwrap ruby`), it names a
+dev/arm64-vm, make test-arm64): preloaded (`mwrap ruby`), it names a
 Fiddle leak's line with its exact bytes; attached to a live Ruby process
 (`mwrap-attach -p PID -d SECONDS`) with the native backend and with gdb,
 it names the line that leaked during the window with its bytes, then

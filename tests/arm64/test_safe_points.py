@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Safe points inside libc's string routines on the CPU at hand (x86-64 on
-the host, aarch64 in the VM of scripts/arm64-vm; issue 31): a thread
+the host, aarch64 in the VM of dev/arm64-vm; issue 31): a thread
 called memcpy/memset from its own code is at a safe point while inside
 them (inject/leaves_aarch64.c's leaves, walked by tests/c/test_leaves),
 and the native backend's calls run there; the same memcpy called by

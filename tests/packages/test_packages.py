@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """make test-packages (issue 29): the gem and the Debian package, each
-installed in a fresh minimal Debian root (scripts/debian-root's package
+installed in a fresh minimal Debian root (dev/debian-root's package
 roots: minbase and only what the install needs, a throwaway overlay per
 test), give commands that attach to a Ruby service and name its leaking
 line (attach_check.rb); lintian finds no error in the .deb."""
@@ -38,7 +38,7 @@ def in_root(name, script, timeout=600):
     NAME, /pkg holding the packages: (exit status, output).  Past the
     timeout its process group gets SIGTERM (debian-root then removes its
     overlay), SIGKILL 10 s later, and the test fails."""
-    p = subprocess.Popen([os.path.join(ROOT, "scripts", "debian-root"), name,
+    p = subprocess.Popen([os.path.join(ROOT, "dev", "debian-root"), name,
                           "sh", "-eux", "-c", script],
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True,
@@ -144,10 +144,10 @@ def test_lintian_finds_no_error():
 
 
 def test_packaged_library_imports_only_allowed_functions(tmp_path):
-    """libmwrap.so as Debian's flags build it passes scripts/check-imports."""
+    """libmwrap.so as Debian's flags build it passes dev/check-imports."""
     subprocess.run(["dpkg-deb", "-x", os.path.join(PKG, DEB), str(tmp_path)],
                    check=True, timeout=60)
-    p = subprocess.run([os.path.join(ROOT, "scripts", "check-imports"),
+    p = subprocess.run([os.path.join(ROOT, "dev", "check-imports"),
                         str(tmp_path / "usr/lib/mwrap-attach/libmwrap.so")],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
