@@ -151,19 +151,19 @@ man:
 deps-build:
 	@scripts/install-deps build
 
-# What depends on the CPU is in one file per architecture (inject/arch.h):
-# those of the compiler's target.
+# What depends on the CPU is in one file per architecture
+# (inject/process/arch.h): those of the compiler's target.
 MW_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
-INJECT_ARCH_x86_64 = inject/arch_x86_64.c inject/sigframe_x86_64.c \
-	inject/syscalls_x86_64.c inject/leaves_x86_64.c \
-	inject/vecvictim_x86_64.c
-INJECT_ARCH_aarch64 = inject/arch_aarch64.c inject/syscalls_aarch64.c \
-	inject/leaves_aarch64.c inject/vecvictim_aarch64.c
-INJECT_SRCS = inject/mwrap-inject.c inject/inject.c inject/failure.c \
-	inject/ptrace.c inject/syscalls.c inject/maps.c inject/leaves.c \
-	inject/elfsym.c inject/gdb.c inject/gdb_script.S inject/seccomp.c \
-	inject/bpfeval.c inject/scprobe.c inject/safepoint.c inject/vecvictim.c \
-	inject/dlerror.c $(INJECT_ARCH_$(MW_ARCH)) $(COMMON_SRCS)
+# inject/ by layer, as preload/ (dev/check-layers): base < process <
+# checks < backends, and mwrap-inject.c, the program, above them.
+INJECT_LAYERS = base process checks backends
+NOT_THIS_ARCH = $(foreach a,$(filter-out $(MW_ARCH),$(LIB_ARCHES)),%_$(a).c)
+inject_srcs = $(filter-out $(NOT_THIS_ARCH),$(foreach d,$(1),$(wildcard inject/$(d)/*.c)))
+INJECT_SRCS = inject/mwrap-inject.c $(call inject_srcs,$(INJECT_LAYERS)) \
+	inject/backends/gdb_script.S $(COMMON_SRCS)
+INJECT_HDRS = $(wildcard inject/*/*.h common/*.h) inject/process/syscalls.def \
+	preload/inject_abi.h
+INJECT_CFLAGS = -Iinject -I.
 
 C_TESTS = build/tests/test_options build/tests/test_control \
 	build/tests/test_elfsym build/tests/test_live build/tests/test_live_threads \
@@ -240,11 +240,11 @@ $(LIBMWRAP): $(LIB_OBJS)
 		[ "$$path" -ef "$(@D)/$$so" ] || cp -L "$$path" "$(@D)/$$so"; \
 	done
 
-# gdb_script.S embeds inject/gdb/attach.py (.incbin, a path from here)
-$(INJECTOR): $(INJECT_SRCS) $(wildcard inject/*.h common/*.h) inject/syscalls.def preload/inject_abi.h \
-		inject/gdb/attach.py
+# gdb_script.S embeds inject/backends/gdb/attach.py (.incbin, a path from here)
+$(INJECTOR): $(INJECT_SRCS) $(INJECT_HDRS) inject/backends/gdb/attach.py
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -std=gnu11 -I. -o $@ $(INJECT_SRCS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -std=gnu11 $(INJECT_CFLAGS) \
+		-o $@ $(INJECT_SRCS)
 
 build/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
@@ -336,7 +336,7 @@ build/tests/test_%: tests/c/test_%.c tests/c/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -Ipreload -I. -o $@ $< $(filter preload/%.c common/%.c,$^)
 
-# inject/elfsym.c, tried on a library built for it, stripped and not
+# inject/base/elfsym.c, tried on a library built for it, stripped and not
 build/tests/libelfsym.so: tests/c/elfsym_lib.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $<
@@ -344,35 +344,32 @@ build/tests/libelfsym.so: tests/c/elfsym_lib.c
 build/tests/libelfsym-stripped.so: build/tests/libelfsym.so
 	strip --strip-all -o $@ $<
 
-build/tests/test_elfsym: tests/c/test_elfsym.c inject/elfsym.c inject/elfsym.h common/elffile.c \
+build/tests/test_elfsym: tests/c/test_elfsym.c inject/base/elfsym.c $(INJECT_HDRS) common/elffile.c \
 		tests/c/tap.h build/tests/libelfsym.so build/tests/libelfsym-stripped.so
-	$(CC) $(CFLAGS) $(WARN) -Iinject -I. -o $@ $< inject/elfsym.c common/elffile.c -ldl
+	$(CC) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) -o $@ $< inject/base/elfsym.c common/elffile.c -ldl
 
-# inject/maps.c, included whole, against a target whose map never holds still
-build/tests/test_maps: tests/c/test_maps.c inject/maps.c inject/maps.h \
-		inject/leaves.c inject/leaves_$(MW_ARCH).c inject/leaves.h \
-		common/procmaps.c tests/c/tap.h build/targets/mapchurn
+# inject/process/maps.c, included whole, against a target whose map never
+# holds still
+MAPS_SRCS = $(call inject_srcs,base) $(COMMON_SRCS)
+build/tests/test_maps: tests/c/test_maps.c inject/process/maps.c $(MAPS_SRCS) \
+		$(INJECT_HDRS) tests/c/tap.h build/targets/mapchurn
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Iinject -I. -o $@ $< inject/leaves.c \
-		inject/leaves_$(MW_ARCH).c common/procmaps.c -ldl
+	$(CC) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) -o $@ $< $(MAPS_SRCS) -ldl
 
-# the seccomp probes (inject/scprobe.c): one for every listed syscall
-SCPROBE_SRCS = inject/scprobe.c inject/syscalls.c inject/syscalls_$(MW_ARCH).c \
-	inject/elfsym.c inject/maps.c inject/leaves.c \
-	inject/leaves_$(MW_ARCH).c $(COMMON_SRCS)
-build/tests/test_scprobe: tests/c/test_scprobe.c $(SCPROBE_SRCS) inject/syscalls.def \
-		$(wildcard inject/*.h) tests/c/tap.h
+# the seccomp probes (inject/checks/scprobe.c): one for every listed syscall
+SCPROBE_SRCS = inject/checks/scprobe.c \
+	inject/process/syscalls.c inject/process/syscalls_$(MW_ARCH).c \
+	inject/process/maps.c $(MAPS_SRCS)
+build/tests/test_scprobe: tests/c/test_scprobe.c $(SCPROBE_SRCS) $(INJECT_HDRS) tests/c/tap.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Iinject -I. -o $@ $< $(SCPROBE_SRCS) -ldl
+	$(CC) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) -o $@ $< $(SCPROBE_SRCS) -ldl
 
-# the leaves (inject/leaves.c) as this CPU's libc picks them: on aarch64
+# the leaves (inject/base/leaves.c) as this CPU's libc picks them: on aarch64
 # each one's code walked
-build/tests/test_leaves: tests/c/test_leaves.c inject/leaves.c \
-		inject/leaves_$(MW_ARCH).c inject/leaves.h inject/maps.c \
-		inject/maps.h common/procmaps.c tests/c/tap.h
+build/tests/test_leaves: tests/c/test_leaves.c inject/process/maps.c $(MAPS_SRCS) \
+		$(INJECT_HDRS) tests/c/tap.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARN) -Iinject -I. -o $@ $< inject/leaves.c \
-		inject/leaves_$(MW_ARCH).c inject/maps.c common/procmaps.c -ldl
+	$(CC) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) -o $@ $< inject/process/maps.c $(MAPS_SRCS) -ldl
 
 # The hooks and the dump path must not reach stdio or a locking allocator.
 check-hooks: $(LIBMWRAP)

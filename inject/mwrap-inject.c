@@ -13,12 +13,12 @@
  * vector state, signal mask, stack bytes) is put back before detaching.
  */
 #define _GNU_SOURCE
-#include "exitcodes.h"
-#include "failure.h"
-#include "inject.h"
-#include "seccomp.h"
-#include "syscalls.h"
-#include "vecvictim.h"
+#include "base/exitcodes.h"
+#include "base/failure.h"
+#include "backends/inject.h"
+#include "checks/seccomp.h"
+#include "process/syscalls.h"
+#include "base/vecvictim.h"
 
 #include <errno.h>
 #include <getopt.h>

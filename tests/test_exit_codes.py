@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Exit codes come from one table (scripts/lib/mwrap_attach/exit_codes.rb;
-mwrap-inject's from inject/exitcodes.h): --help prints it, the man pages'
+mwrap-inject's from inject/base/exitcodes.h): --help prints it, the man pages'
 EXIT STATUS sections say the same, no script exits with a number of its
 own, and the commands exit with the table's numbers when they fail."""
 import json

@@ -35,7 +35,7 @@ def test_the_gem_carries_every_source_of_the_product():
                for d, _, names in os.walk(os.path.join(ROOT, top))
                for f in names if not f.endswith(BUILD_OUTPUTS)
                and not f.startswith("liburcu") and f != "mwrap-inject"}
-    assert "preload/core/live.c" in sources and "inject/gdb/attach.py" in sources
+    assert "preload/core/live.c" in sources and "inject/backends/gdb/attach.py" in sources
     assert sorted(sources - files) == []
     assert {"Makefile", "VERSION", "scripts/mwrap", "scripts/mwrap-attach",
             "scripts/mwrap-report", "gem/extconf.rb"} <= files

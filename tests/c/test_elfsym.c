@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for the ELF symbol lookup (inject/elfsym.c), on a library
+/* Unit tests for the ELF symbol lookup (inject/base/elfsym.c), on a library
  * built for them (tests/c/elfsym_lib.c, next to this binary as
  * libelfsym.so and, stripped, libelfsym-stripped.so) and on files that
  * are not ELF or are broken. */
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <elf.h>
 
-#include "elfsym.h"
+#include "base/elfsym.h"
 #include "tap.h"
 
 /* the TLS and GOT relocation types of this CPU */
@@ -120,7 +120,7 @@ static void test_find_code(void)
 
 /* The GOT slot of a TLS variable, found by its relocation, holds what
  * the loader put there: the variable's offset from the thread pointer
- * (libc's dlerror record, which inject/dlerror.c reads in a target). */
+ * (libc's dlerror record, which inject/process/dlerror.c reads in a target). */
 static void test_reloc_slot(void)
 {
 	void *var = dlsym(RTLD_DEFAULT, "__libc_dlerror_result");

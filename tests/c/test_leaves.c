@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The injector's leaves (inject/leaves_ARCH.c) as this CPU's libc picks them.
+/* The injector's leaves (inject/base/leaves_ARCH.c) as this CPU's libc picks them.
  *  - the walk (mwi_leaf_walk_a64) on hand-written aarch64 code: a leaf,
  *    and each thing a leaf must never do, found at its address; on any
  *    CPU (it only reads words);
  *  - every name of mwi_leaf_names resolves, with dlsym as find_leaves
- *    (inject/maps.c) does, inside this process's libc, and
+ *    (inject/process/maps.c) does, inside this process's libc, and
  *    mwi_maps_read of this process keeps exactly those (on aarch64:
  *    those the walk finds to be leaves, with the span it reached);
  *  - on aarch64, the code each one reaches is walked and must be a
@@ -12,8 +12,8 @@
  *    libc's load base) and the instruction.  x86-64's list was checked
  *    by hand (leaves_x86_64.c): there the walk is not run on libc. */
 #define _GNU_SOURCE
-#include "leaves.h"
-#include "maps.h"
+#include "base/leaves.h"
+#include "process/maps.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -176,7 +176,7 @@ static void test_libc(void)
 	   m.nleaf);
 #if !defined(__aarch64__)
 	printf("# the walk of libc's code is aarch64-only: this CPU's list "
-	       "was checked by hand (inject/leaves_x86_64.c)\n");
+	       "was checked by hand (inject/base/leaves_x86_64.c)\n");
 #endif
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for the maps reader (inject/maps.c), included whole so
+/* Unit tests for the maps reader (inject/process/maps.c), included whole so
  * that its view (passes until two agree, else their union) is checked
  * directly:
  *  - passes that disagree: every line of every pass served once, in
@@ -11,7 +11,7 @@
  * The whole run is bounded by alarm(): our death closes the target's
  * stdin, which ends it too. */
 #define _GNU_SOURCE
-#include "maps.c"
+#include "process/maps.c"
 
 #include <libgen.h>
 #include <poll.h>

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit test of the seccomp probes (inject/scprobe.c): every syscall of
+/* Unit test of the seccomp probes (inject/checks/scprobe.c): every syscall of
  * syscalls.def has a probe, so its result is known.  A syscall listed
  * without one stays unknown, and fails here.  What each result is
  * depends on the filter we run under (none on a plain host; qemu-user
  * answers ENOSYS for some): printed, not judged. */
-#include "scprobe.h"
-#include "syscalls.h"
+#include "checks/scprobe.h"
+#include "process/syscalls.h"
 
 #include "tap.h"
 

@@ -131,7 +131,7 @@ def check(pid, under=None):
 def test_attach_makes_only_listed_syscalls(spawn, tmp, backend):
     """Every syscall of every thread but the logger goes through a
     SECCOMP_RET_USER_NOTIF logger: what the target makes while attached,
-    beyond what it makes alone, must be in inject/syscalls.c's list."""
+    beyond what it makes alone, must be in inject/process/syscalls.def's list."""
     if backend == "gdb":
         skip_unless_gdb_works()
     names = listed()
