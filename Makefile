@@ -399,15 +399,20 @@ test-py:
 # What differs by Ruby version (attach, preload, stacks, the version
 # tests): the part of the suite sid's 3.4 and 4.x run; the host's Ruby,
 # Debian 13's 3.3 and 3.4.3 from source with YJIT run the whole suite.
-VERSION_TESTS = tests/test_attach.py tests/test_preload.py tests/test_stacks.py tests/test_ruby_versions.py
+# What differs by Ruby: its frames, its extension API, its objects and GC
+VERSION_TESTS = tests/test_attach.py tests/test_preload.py tests/test_stacks.py \
+	tests/test_ruby_versions.py tests/test_ruby_api.py tests/test_objects_scan.py \
+	tests/test_gc.py tests/safety/test_objects.py
 test-versions: setup
 	$(PYTEST) -q $(VERSION_TESTS)
 
-# Other Rubies, in cached Debian roots (dev/debian-root): Debian 13's 3.3
-# the whole suite, sid's 3.4 the version tests.
+# Other Rubies, in cached Debian roots (dev/debian-root): the whole suite
+# runs once per libc and architecture (make test, test-arm64); Debian 13's
+# 3.3 and sid's 3.4 run the version tests, after a fresh root's
+# install-deps and build.
 test-debian13:
 	@scripts/install-deps root
-	dev/debian-root trixie make test
+	dev/debian-root trixie make test-versions
 
 test-ruby34:
 	@scripts/install-deps root
