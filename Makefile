@@ -433,8 +433,8 @@ test-ruby-src:
 # fresh copy of the tree, running tests/arm64/job.sh: the build of the
 # injector and libmwrap.so, the C unit tests, tests/arm64 (attach with
 # both backends, preload), seccomp, the suite's core (Ruby lines, stacks,
-# the safety matrix) and a Debian 13 chroot (issue 31's notes: the times;
-# 1,542 s from qemu's start at host load 5-7, within arm64-vm's 3,600 s).
+# the safety matrix) and a Debian 13 chroot (1,542 s from qemu's start
+# at host load 5-7, within arm64-vm's 3,600 s).
 test-arm64:
 	@scripts/install-deps arm64
 	dev/arm64-vm run sh tests/arm64/job.sh
@@ -447,8 +447,8 @@ test-container: setup
 	@scripts/install-deps container
 	MWRAP_TEST_CONTAINER=1 $(PYTEST) -q tests/container
 
-# Debian's Rails under a Puma cluster with keep-alive load (issue 26); the
-# HTML flame graph of a Rack app under Puma in headless Chromium (issue 27).
+# Debian's Rails under a Puma cluster with keep-alive load; the
+# HTML flame graph of a Rack app under Puma in headless Chromium.
 test-rails: setup
 	@scripts/install-deps rails
 	MWRAP_TEST_RAILS=1 $(PYTEST) -q -s tests/rails
