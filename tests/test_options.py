@@ -17,8 +17,10 @@ pytestmark = pytest.mark.fast  # make test-fast
 OPTIONS_RB = os.path.join(ROOT, "scripts", "lib", "mwrap_attach", "options.rb")
 
 # the report, the pids and what a fleet refuses: never a child's
+# (--every and its companions take one pid: test_serve.py)
 FLEETS_OWN = {"--pid", "--output", "--force", "--format", "--keep", "--group", "--focus",
-              "--watch", "--children-of", "--dump", "--stats", "--detach", "--check-gdb"}
+              "--watch", "--children-of", "--dump", "--stats", "--detach", "--check-gdb",
+              "--every", "--serve", "--push", "--label", "--app"}
 
 # each option given (a value where it takes one), what its child gets
 PROBE = r"""

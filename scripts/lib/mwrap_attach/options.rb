@@ -11,7 +11,9 @@ module MwrapAttach
   #   fleet     ->(o, pid) { args }: the child's arguments for it (nil
   #             when not given); nil: the fleet's own (the report, the
   #             pids) or refused for several pids, never passed on
-  Option = Struct.new(:switches, :set, :fleet, keyword_init: true) do
+  #   help      its line in --help's option list (OPTIONS_HELP), where
+  #             the usage's prose does not already say it
+  Option = Struct.new(:switches, :set, :fleet, :help, keyword_init: true) do
     # The long switch's name: "--pid PID" -> "--pid".
     def name
       switches.last[/\A--[\w-]+/]
@@ -58,7 +60,26 @@ module MwrapAttach
                fleet: ->(o, _) { ["--same-seccomp"] if o[:same_seccomp] }),
     Option.new(switches: ["-v", "--verbose"], set: ->(o, _) { o[:verbose] = true },
                fleet: ->(o, _) { ["-v"] if o[:verbose] }),
+    # --every and its companions (every.rb): one pid only, refused for a
+    # fleet
+    Option.new(switches: ["--every SECONDS"], set: ->(o, v) { o[:every] = v },
+               help: "a window of -d seconds every SECONDS, detached between windows"),
+    Option.new(switches: ["--serve ADDR:PORT"], set: ->(o, v) { o[:serve] = v },
+               help: "serve the latest window's profile at http://ADDR:PORT/debug/pprof/heap"),
+    Option.new(switches: ["--push URL"], set: ->(o, v) { o[:push] = v },
+               help: "POST each window's profile to Pyroscope's URL/ingest"),
+    Option.new(switches: ["--label KEY=VALUE"], set: ->(o, v) { (o[:labels] ||= []) << v },
+               help: "a label on every sample and in the pushed name (repeatable)"),
+    Option.new(switches: ["--app NAME"], set: ->(o, v) { o[:app] = v },
+               help: "the application's name for --push (default: the process's comm)"),
   ].freeze
+
+  # The options that carry a help line, as --help lists them.
+  def self.options_help
+    rows = OPTIONS.select(&:help).map { |opt| [opt.switches.last, opt.help] }
+    width = rows.map { |sw, _| sw.size }.max
+    rows.map { |sw, text| format("  %-*s  %s", width, sw, text) }.join("\n")
+  end
 
   # What a fleet's run for PID gets from the options O.
   def self.fleet_args(o, pid)
