@@ -71,7 +71,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 .PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench bench-puma clean install \
 	install-product gem deb packages test-packages help \
 	check-hooks check-layers test-fast test-versions test-debian13 test-ruby34 test-ruby-src test-container test-rails test-redmine \
-	test-speedscope sidecar test-sidecar test-arm64
+	test-speedscope sidecar test-sidecar kube-demo test-arm64
 
 # `make` builds into build/ and installs nothing; `make setup` first
 # installs the Debian packages that are missing (make test, make demo).
@@ -111,6 +111,7 @@ help:
 	@echo "make test-safety    the injection safety matrix, every case 20 times"
 	@echo "make fuzz       libFuzzer on the option and control parsers (FUZZ_SECONDS each)"
 	@echo "make demo       install missing Debian packages, build, run the bundled leaking Ruby service under mwrap-attach"
+	@echo "make kube-demo  the demo in a pod: the leaking service and the sidecar image under podman kube play (deploy/kube)"
 	@echo
 	@echo "Longer suites (.ci/run runs them all)"
 	@echo "make test-debian13  make test inside a Debian 13 root (Ruby 3.3)"
@@ -575,7 +576,16 @@ test-sidecar: setup
 	@scripts/install-deps container packages
 	@$(MAKE) --no-print-directory sidecar
 	MWRAP_TEST_SIDECAR=$$(dev/sidecar-image $(DEB_FILE)) \
-		$(PYTEST) -q tests/container/test_sidecar.py
+		$(PYTEST) -q tests/container/test_sidecar.py tests/container/test_kube_demo.py
+
+# The demo in a pod (deploy/kube/demo-pod.yaml: the leaking service and the
+# sidecar image, shareProcessNamespace, SYS_PTRACE) run by podman kube
+# play (dev/kube-demo): the sidecar's report, then the pod goes.
+# --foreground: a Ctrl-C from the terminal reaches the harness.
+kube-demo: setup
+	@scripts/install-deps container packages
+	@$(MAKE) --no-print-directory sidecar
+	@timeout --foreground 900 dev/kube-demo $$(dev/sidecar-image $(DEB_FILE))
 
 # The gem and the .deb installed in fresh minimal roots (dev/debian-root
 # gem-bookworm, gem-trixie, deb-bookworm: built first, once, then cached),
