@@ -6,9 +6,8 @@ import os
 
 import pytest
 
-from conftest import (LEAK_RB, LIB, MWRAP, TARGETS, attach, parse_dump,
-                      parse_json_dump, ptrace_allowed, run,
-                      start_ready)
+from conftest import (LEAK_RB, LIB, MWRAP, TARGETS, attach, needs_ptrace, parse_dump,
+                      parse_json_dump, run, start_ready)
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 ALLOCATORS = {
@@ -16,10 +15,6 @@ ALLOCATORS = {
     "jemalloc": os.path.join(LIBDIR, "libjemalloc.so.2"),
     "tcmalloc": os.path.join(LIBDIR, "libtcmalloc_minimal.so.4"),
 }
-
-needs_ptrace = pytest.mark.skipif(
-    ptrace_allowed() is not None,
-    reason=f"ptrace not permitted: {ptrace_allowed()}")
 
 
 def preload_env(name):

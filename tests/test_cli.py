@@ -9,15 +9,11 @@ import os
 import re
 import shutil
 import subprocess
-import time
 
 import pytest
 
-from conftest import (ATTACH, MWRAP, ROOT, TARGETS, attach, during_window,
-                      is_attached, ptrace_allowed, run)
-
-needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
-                                  reason=f"ptrace not permitted: {ptrace_allowed()}")
+from conftest import (ATTACH, MWRAP, ROOT, TARGETS, attach, during_window, is_attached,
+                      needs_ptrace, run)
 
 IO_EXIT = 15
 

@@ -15,11 +15,8 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, LEAK_RB, ROOT, attach, helper_answered, is_attached,
-                      parse_dump, parse_json_dump, ptrace_allowed, sections, site_rows, start_leak)
-
-needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
-                                  reason=f"ptrace not permitted: {ptrace_allowed()}")
+from conftest import (ATTACH, LEAK_RB, ROOT, attach, helper_answered, is_attached, needs_ptrace,
+                      parse_dump, parse_json_dump, sections, site_rows, start_leak)
 
 EXITED = 16
 LEAK = 20_000_000   # leak 2000 10000: 2,000 heap buffers of 10,000 bytes

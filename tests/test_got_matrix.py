@@ -19,8 +19,7 @@ import os
 
 import pytest
 
-from conftest import (MWRAP, ROOT, attach, parse_json_dump, ptrace_allowed,
-                      run)
+from conftest import MWRAP, ROOT, attach, needs_ptrace, parse_json_dump, run
 
 MATRIX = os.path.join(ROOT, "build", "got_matrix")
 VARIANTS = [f"{pie}-{relro}-{bind}-{plt}"
@@ -44,10 +43,6 @@ BLOCKS_PER_ROUND = 10
 # Our sites' counts are exact: nothing but the target's own calls reaches
 # them (the runtime's own allocations have other call sites).
 TOLERANCE = 0
-
-needs_ptrace = pytest.mark.skipif(
-    ptrace_allowed() is not None,
-    reason=f"ptrace not permitted: {ptrace_allowed()}")
 
 
 def binary(variant):

@@ -10,8 +10,7 @@ import os
 
 import pytest
 
-from conftest import (MWRAP, ROOT, TARGETS, attach, parse_json_dump,
-                      ptrace_allowed, run, start_ready)
+from conftest import MWRAP, ROOT, TARGETS, attach, needs_ptrace, parse_json_dump, run, start_ready
 
 PRELIVE = os.path.join(TARGETS, "prelive")
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
@@ -24,9 +23,6 @@ ALLOCATORS = {
 BLOCKS = 1_000_000
 SIZE = 64	# every allocator's usable size for it is 64 to 80 bytes
 NEW, NEW_SIZE = 10_000, 100	# the window's own blocks: 1,000,000 bytes
-
-needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
-                                  reason=f"ptrace not permitted: {ptrace_allowed()}")
 
 
 def ok(args):

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from conftest import (INJECT, ptrace_allowed, scaled as t,
+from conftest import (INJECT, inject, inject_result, ptrace_allowed, scaled as t,
                       skip_unless_gdb_works, tracer_of)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,18 +40,6 @@ def built(tmp_path_factory):
     return target, lib
 
 
-def inject(pid, lib, fn, arg="", backend=None, verbose=False):
-    argv = [INJECT, "-p", str(pid), "--timeout", str(int(t(10)))]
-    if backend:
-        argv.append("--backend=" + backend)
-    if verbose:
-        argv.append("-v")
-    p = subprocess.run(argv + [lib, fn, arg], capture_output=True, text=True,
-                       timeout=t(60))
-    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
-    return (p.stdout.strip(), p.stderr) if verbose else p.stdout.strip()
-
-
 
 def test_the_injector_is_built_for_this_cpu():
     with open(INJECT, "rb") as f:
@@ -68,9 +56,9 @@ def test_calls_are_guarded_by_a_signal_frame(spawn, built):
     target, lib = built
     p = spawn([target, "read"])
     p.expect("ready", timeout=10)
-    out, err = inject(p.pid, lib, "answer", "abc", verbose=True)
-    assert out == "result=43"
-    assert "calls guarded by a signal frame" in err, err
+    r = inject(p.pid, "answer", "abc", lib=lib, timeout=10, verbose=True)
+    assert (r.returncode, r.stdout.strip()) == (0, "result=43"), r.stderr
+    assert "calls guarded by a signal frame" in r.stderr, r.stderr
     p.send("end")
     rc, rest, err = p.finish(timeout=10)
     assert (rc, rest) == (0, []), err
@@ -115,8 +103,10 @@ def test_call_in_a_thread_blocked_in_read(spawn, built, backend):
     target, lib = built
     p = spawn([target, "read"])
     p.expect("ready", timeout=10)
-    assert inject(p.pid, lib, "answer", "hello", backend) == "result=45"
-    assert inject(p.pid, lib, "answer_count", "", backend) == "result=1"
+    assert inject_result(p.pid, "answer", "hello", lib=lib, backend=backend,
+                         timeout=10) == "result=45"
+    assert inject_result(p.pid, "answer_count", lib=lib, backend=backend,
+                         timeout=10) == "result=1"
     # the read it was blocked in goes on, and gets the line
     p.send("after")
     assert p.expect("got ", timeout=10) == "got after"
@@ -130,8 +120,9 @@ def test_calls_in_a_busy_loop_leave_its_registers(spawn, built):
     p = spawn([target, "spin"])
     p.expect("ready", timeout=10)
     for i in range(3):
-        assert inject(p.pid, lib, "answer", "x" * i) == "result=%d" % (40 + i)
-    assert inject(p.pid, lib, "answer_count") == "result=3"
+        assert inject_result(p.pid, "answer", "x" * i, lib=lib, timeout=10) == \
+            "result=%d" % (40 + i)
+    assert inject_result(p.pid, "answer_count", lib=lib, timeout=10) == "result=3"
     rc, rest, err = p.finish(timeout=20)
     assert rc == 0, (rest, err)
     assert len(rest) == 1 and rest[0].startswith("sum "), rest
@@ -141,7 +132,7 @@ def test_call_during_nanosleep_the_sleep_goes_on(spawn, built):
     target, lib = built
     p = spawn([target, "sleep"])
     p.expect("ready", timeout=10)
-    assert inject(p.pid, lib, "answer", "zz") == "result=42"
+    assert inject_result(p.pid, "answer", "zz", lib=lib, timeout=10) == "result=42"
     # the interrupted sleep is restarted, never cut short with EINTR
     assert p.expect("", timeout=10) == "slept"
     rc, rest, err = p.finish(timeout=10)
@@ -153,7 +144,7 @@ def test_vector_registers_survive_the_calls(spawn, built):
     p = spawn([INJECT, "--vector-victim"])
     which = p.expect("ready", timeout=10).split()[1]
     for _ in range(3):
-        assert inject(p.pid, lib, "answer", "") == "result=40"
+        assert inject_result(p.pid, "answer", lib=lib, timeout=10) == "result=40"
     rc, rest, err = p.finish(timeout=60)
     assert rc == 0 and rest and rest[-1].startswith("ok "), \
         (which, rest, err)

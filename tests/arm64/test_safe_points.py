@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import INJECT, ptrace_allowed, scaled as t, tracer_of
+from conftest import inject, ptrace_allowed, scaled as t, tracer_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUSYCOPY_C = os.path.join(HERE, "..", "targets", "busycopy.c")
@@ -42,12 +42,10 @@ def built(tmp_path_factory):
     return out
 
 
-def inject(pid, lib, arg, timeout):
+def answer(pid, lib, arg, timeout):
     """mwrap-inject -v --backend=ptrace calling answer(ARG): the run."""
-    return subprocess.run([INJECT, "-v", "-p", str(pid), "--backend=ptrace",
-                           "--timeout", str(int(timeout)), lib, "answer",
-                           arg], capture_output=True, text=True,
-                          timeout=timeout + t(60))
+    return inject(pid, "answer", arg, lib=lib, backend="ptrace",
+                  timeout=timeout, verbose=True)
 
 
 @pytest.mark.skipif(platform.machine() == "x86_64", reason="x86-64's: "
@@ -62,7 +60,7 @@ def test_busy_in_memcpy_attaches(spawn, built):
     p.expect("ready", timeout=30)
     errs = []
     for i in range(3):
-        r = inject(p.pid, built["libanswer.so"], "x" * i, t(10))
+        r = answer(p.pid, built["libanswer.so"], "x" * i, 10)
         assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
         assert r.stdout.strip() == "result=%d" % (40 + i)
         errs.append(r.stderr)
@@ -83,7 +81,7 @@ def test_memcpy_inside_realloc_is_no_safe_point(spawn, built):
     p = spawn(["setsid", built["busycopy"], "1", "realloc"])
     p.expect("ready", timeout=30)
     for i in range(3):
-        r = inject(p.pid, built["libanswer.so"], "y" * i, t(30))
+        r = answer(p.pid, built["libanswer.so"], "y" * i, 30)
         assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
         assert r.stdout.strip() == "result=%d" % (40 + i)
         assert SAFE_IN_LEAF not in r.stderr, r.stderr
@@ -105,7 +103,7 @@ def test_stale_x30_outside_the_leaf_is_no_safe_point(spawn, built):
     it goes on to end on SIGTERM with strlen's answer."""
     p = spawn([built["stale_lr"]])
     p.expect("ready", timeout=30)
-    r = inject(p.pid, built["libanswer.so"], "", t(5))
+    r = answer(p.pid, built["libanswer.so"], "", 5)
     assert SAFE_IN_LEAF not in r.stderr, r.stderr
     assert r.returncode != 0 or r.stdout.strip() == "result=40", \
         (r.returncode, r.stdout, r.stderr)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import INJECT, TARGETS, ptrace_allowed, skip_unless_gdb_works
+from conftest import INJECT, TARGETS, inject, ptrace_allowed, skip_unless_gdb_works
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -22,12 +22,6 @@ pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
 BLOCKER = os.path.join(TARGETS, "blocker")
 SLOWERROR = os.path.join(TARGETS, "slowerror")
 NOPE = "/nonexistent/libnope.so"
-
-
-def inject(pid, lib, backend="ptrace", timeout=20):
-    return subprocess.run([INJECT, "-p", str(pid), f"--backend={backend}",
-                           "--timeout", str(timeout), lib, "mw_attach", ""],
-                          capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("backend", ["ptrace", "gdb"])
@@ -45,7 +39,7 @@ def test_failed_dlopen_gives_dlerror_text(spawn, tmp, backend):
              str(text): f"{text}: invalid ELF header",
              str(tmp): f"{tmp}: cannot read file data: Is a directory"}
     for lib, words in cases.items():
-        p = inject(t.pid, lib, backend)
+        p = inject(t.pid, lib=lib, backend=backend)
         assert p.returncode == 6, p.stderr
         assert p.stderr.splitlines()[-1] == \
             f"mwrap-inject: dlopen: {lib} failed in the target: {words}"

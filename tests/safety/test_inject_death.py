@@ -16,14 +16,13 @@ the target by its own output and exit status.
 """
 import os
 import random
-import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import (INJECT, LIB, TARGETS, attach, ptrace_allowed,
-                      skip_unless_gdb_works, tracer_of)
+from conftest import (INJECT, LIB, TARGETS, attach, ptrace_allowed, skip_unless_gdb_works,
+                      tracer_of, untraced_within)
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -82,13 +81,6 @@ def anon_exec(pid):
     with open(f"/proc/{pid}/maps") as f:
         return [l for l in f if l.split()[1][2] == "x" and
                 len(l.split()) == 5]
-
-
-def untraced_within(pid, seconds):
-    deadline = time.monotonic() + seconds
-    while tracer_of(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return tracer_of(pid) == 0
 
 
 def end_target(t, want):

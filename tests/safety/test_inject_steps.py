@@ -19,14 +19,12 @@ SETREGS:4+0 here.
 """
 import collections
 import os
-import subprocess
 import time
 
 import pytest
 
-from conftest import INJECT, LIB, TARGETS, ptrace_allowed
-from test_inject_death import (end_target, has_lib, start_target,
-                               untraced_within)
+from conftest import TARGETS, inject, ptrace_allowed, untraced_within
+from test_inject_death import end_target, has_lib, start_target
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -35,13 +33,6 @@ KILLSTEP = os.path.join(TARGETS, "libkillstep.so")
 # repeat as often as the search and the calls need)
 ANCHORS = ("SEIZE", "WRITEV", "SETREGS", "SETREGSET", "SETSIGMASK",
            "POKEDATA", "DETACH")
-
-
-def inject(pid, **env):
-    return subprocess.run(
-        [INJECT, "-p", str(pid), "--timeout", "20", LIB, "mw_attach", ""],
-        env=dict(os.environ, LD_PRELOAD=KILLSTEP, **env),
-        capture_output=True, text=True, timeout=60)
 
 
 def kill_points(steps):
@@ -65,7 +56,7 @@ def kill_points(steps):
 def logged_run(spawn, kind, tmp_path):
     t, want = start_target(spawn, kind)
     log = tmp_path / "steps"
-    p = inject(t.pid, MWI_STEP_LOG=str(log))
+    p = inject(t.pid, env={"LD_PRELOAD": KILLSTEP, "MWI_STEP_LOG": str(log)})
     assert p.returncode == 0, p.stderr
     end_target(t, want)
     return log.read_text().split()
@@ -79,7 +70,7 @@ def test_injector_killed_at_each_step(spawn, kind, tmp_path):
     for var, value in points:
         if t is None:
             t, want = start_target(spawn, kind)
-        p = inject(t.pid, **{var: value})
+        p = inject(t.pid, env={"LD_PRELOAD": KILLSTEP, var: value})
         if p.returncode != -9:
             missed.append(value)    # this run took another path
         assert untraced_within(t.pid, 5), f"still traced after {value}"

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MWRAP, TARGETS, attach, ptrace_allowed, run
+from conftest import MWRAP, TARGETS, attach, needs_ptrace, run
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 PRELIVE = os.path.join(TARGETS, "prelive")
@@ -25,9 +25,6 @@ MIB = 1 << 20
 CLEAN = ("mw_attach failed in the target: Resource temporarily unavailable",
          "cannot create the site table",
          "the target could not load the library")
-
-needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
-                                  reason=f"ptrace not permitted: {ptrace_allowed()}")
 
 
 def vm_size(pid):

@@ -21,13 +21,12 @@ maps changing all over its address space.
 """
 import errno
 import os
-import subprocess
 import time
 
 import pytest
 
-from conftest import (INJECT, LIB, TARGETS, attach, ptrace_allowed,
-                      skip_unless_gdb_works, tracer_of)
+from conftest import (TARGETS, attach, inject, ptrace_allowed, skip_unless_gdb_works,
+                      untraced_within)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -41,13 +40,6 @@ BACKENDS = ["ptrace", "gdb"]
 
 
 
-def untraced_within(pid, seconds):
-    deadline = time.monotonic() + seconds
-    while tracer_of(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return tracer_of(pid) == 0
-
-
 def start_churn(spawn, backend):
     """mapchurn with four churning threads, once ready."""
     if backend == "gdb":
@@ -57,12 +49,10 @@ def start_churn(spawn, backend):
     return t
 
 
-def inject(pid, backend, fn):
+def inject_outcome(pid, backend, fn):
     """mwrap-inject's call of FN("") in our library: its result, or
     the exit code and stderr when it failed."""
-    p = subprocess.run([INJECT, "-p", str(pid), "--timeout", "10",
-                        f"--backend={backend}", LIB, fn, ""],
-                       capture_output=True, text=True, timeout=60)
+    p = inject(pid, fn, backend=backend, timeout=10)
     if p.returncode == 0 and p.stdout.startswith("result="):
         return int(p.stdout.split("=", 1)[1])
     return f"exit {p.returncode}: {p.stderr.strip()}"
@@ -75,7 +65,7 @@ def detach_finished(pid, backend):
     is no longer attached (-ENOENT) within 60 s, else what it said last."""
     deadline = time.monotonic() + 60
     while True:
-        got = inject(pid, backend, "mw_detach")
+        got = inject_outcome(pid, backend, "mw_detach")
         if got in (0, -errno.ENOENT):
             return 0
         if got != -errno.ETIMEDOUT or time.monotonic() > deadline:
@@ -105,7 +95,7 @@ def test_inject_into_churning_target(spawn, backend):
             assert n >= MIN_ROUNDS, f"only {n} rounds in 150 s"
             break
         for fn in ("mw_attach", "mw_detach"):
-            got = inject(t.pid, backend, fn)
+            got = inject_outcome(t.pid, backend, fn)
             if fn == "mw_detach" and got == -errno.ETIMEDOUT:
                 got = detach_finished(t.pid, backend)
             if got != 0:
