@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Issue 19 item 6's CLI papercuts: -o refuses to overwrite without
+"""CLI papercuts: -o refuses to overwrite without
 --force and says where it wrote; a report that cannot be written after the
 window goes to stdout with an exit code of its own (15); a static binary
 gets one line of cause and one of fix (kernel threads and zombies: in

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Issue 26, item 3: a process that exits during the window (a batch job)
+"""A process that exits during the window (a batch job)
 still gets its report, exit code 16, from the table it writes as it
 exits; killed by a signal, from the window's last sample (partial); with
 --keep its final dump goes where the attach said; among several

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""mwrap-attach --gc (issue 19 item 3): a full GC.start at a Ruby safe
+"""mwrap-attach --gc: a full GC.start at a Ruby safe
 point just before the final dump, so that a short window's garbage (Ruby
 strings allocated and dropped, not yet collected) no longer outranks a
 real leak; the report says the GC ran and how long it took.  A process

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The GOT patcher over plthook's build matrix (issue 18 item 6).
+"""The GOT patcher over plthook's build matrix.
 
 tests/got_matrix/gotmain.c and its library gotlib.c are built (Makefile,
 GOTM_VARIANTS) in all 16 combinations of PIE / non-PIE, no / partial

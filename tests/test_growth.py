@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""Growth over the window (issue 19 item 2): the window samples the
+"""Growth over the window: the window samples the
 tracked live bytes and the top sites every half second; the report gives
 each site's slope and whether it still rose at the end, so a leak
 (rising to the end) reads apart from a cache that filled, then levelled
-off.  Issue 27 item 2: the label holds still window after window (a
+off.  The label holds still window after window (a
 buffer that jumps once, then holds, reads levelled), --gc's collection
 is no fall, and focused rows and a cluster's merged view carry growth
 (the classifier itself: test_growth_labels.py)."""
@@ -109,8 +109,8 @@ TIMES = 10
 
 
 def test_a_buffer_that_jumps_then_holds_reads_levelled_window_after_window(spawn):
-    """Issue 27: the same buffer (2 MB at once, then still, beside noise
-    on its line) read rising in 4 of 9 windows.  Attached TIMES times for
+    """The same buffer (2 MB at once, then still, beside noise on its
+    line) once read rising in 4 of 9 windows.  Attached TIMES times for
     4 s, the buffer made anew as each window opens: levelled in at
     least 9; the steady leak beside it rising in every one."""
     t, buf, leak = start_steady(spawn)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Growth labels on hand-made series (issue 27 item 2): a window's dump
+"""Growth labels on hand-made series: a window's dump
 written here (a header, its sites, the series record) and read by
 mwrap-report.  A label changes only on evidence larger than the series'
 own noise: noise reads flat, a step then a flat line levelled, a ramp
@@ -86,7 +86,7 @@ def test_noise_about_a_level_reads_flat(tmp, seconds):
 @pytest.mark.parametrize("seconds", [4, 9, 30])
 def test_a_step_then_flat_reads_levelled_whatever_the_noise(tmp, seconds):
     """2 MB at 0.3 s, then still, beside noise of 5% of it: the series
-    the same buffer made in issue 27 (rising in 4 of 9 windows)."""
+    the buffer that once read rising in 4 of 9 windows."""
     t = times(seconds)
     step = [0 if x < 0.3 else 2_000_000 for x in t]
     got = [label(tmp, t, noisy(step, 100_000, s)) for s in SEEDS]

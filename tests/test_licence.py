@@ -1,4 +1,4 @@
-"""The licence (issue 29 item 1): MIT, a LICENSE file at the root, and
+"""The licence: MIT, a LICENSE file at the root, and
 "SPDX-License-Identifier: MIT" in the first lines of every source file
 (C, assembly, Ruby, Python, shell and Make files, man pages, and any file
 that starts with #!).  Data (fuzz corpora, JSON, test dumps) is not

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Issue 7 on real attaches: the status line (plain lines when stderr is
+"""On real attaches: the status line (plain lines when stderr is
 not a terminal), --watch, and many processes at once (-p PID1,PID2,
 --children-of MASTER) with per-process and merged reports."""
 import os

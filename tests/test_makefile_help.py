@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""`make help` lists every target of the Makefile (issue 44 item 7): each
+"""`make help` lists every target of the Makefile: each
 rule a user can name (no path, no pattern, no variable) and each .PHONY
 name is on a line of its own as `make TARGET`, and every `make TARGET`
 it names is a target."""

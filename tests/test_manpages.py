@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The man pages and --version (issue 19's papercuts): every option that
+"""The man pages and --version: every option that
 mwrap-attach --help and mwrap --help name is in its man page, every
 MWRAP= key the library parses is documented, and --version prints the
 one VERSION file's contents instead of running a command named

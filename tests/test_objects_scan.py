@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Issue 7's live views on a real attach: the Ruby object view (taken by
+"""Live views on a real attach: the Ruby object view (taken by
 a Ruby thread at a safe point, no prior require), ObjectSpace.dump_all,
 and the pointer scan's referenced/unreferenced split."""
 import json

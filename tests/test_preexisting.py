@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Blocks that existed before the attach (issue 17, item 10): a process
+"""Blocks that existed before the attach: a process
 with a million blocks live before the attach that frees most of them
 during the window shrank, though every block the window made is new.
 The frees of blocks the table never saw are counted with the

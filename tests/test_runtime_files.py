@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The control channel's files and the window's lease (issue 17, items 2,
-5 and 6; issue 15, item 3): the helper's private runtime directory, a
+"""The control channel's files and the window's lease: the helper's private runtime directory, a
 target that detaches itself when the front end dies mid-window, re-attach
 with a copied library any number of times, and the library staged with
 its liburcu where the target has none."""
@@ -323,7 +322,7 @@ def test_reattach_after_the_copy_was_deleted(spawn, tmp):
 
 @pytest.mark.parametrize("n", range(2))
 def test_library_copy_goes_with_its_target(spawn, tmp, n):
-    """Issue 25, item 4.1: the copy made for a target of another user
+    """The copy made for a target of another user
     (nobody, in its own mount namespace) is made over to that user once
     loaded (files still root's, read-only); a re-attach reuses it; a fork
     child's exit leaves it to its parent; the target's exit removes it

@@ -14,13 +14,11 @@ import pytest
 
 from conftest import (ATTACH, CHROMIUM, MWRAP, ROOT, attach, attach_during, chromium,
                       during_window, gc_line_bytes, parse_json_dump,
-                      ptrace_allowed, run, ruby_version, start_ready)
+                      needs_ptrace, run, ruby_version, start_ready)
 
 APP = os.path.join(ROOT, "tests", "targets", "stacks_app.rb")
 HELPER = os.path.join(ROOT, "tests", "targets", "gemlike", "helper.rb")
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
-needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
-                                  reason=f"ptrace not permitted: {ptrace_allowed()}")
 
 # Beside each string the helper keeps, STORE's buffer grows (up to 8
 # bytes per element, on the helper's line, under whichever caller made it

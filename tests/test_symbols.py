@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Native sites named by their function (issue 27 item 3), on
+"""Native sites named by their function, on
 tests/targets/statics: a static function (in .symtab only) is named in
 every format, its stripped copy keeps "binary(+0xOFF)", an exported
 function is named as before, and a return address just past the end of a

@@ -14,9 +14,9 @@
 # fail the job; ~12 min at load, not in CI).
 # Measured at host load 6-9: the build 463 s, check-hooks + check-layers
 # 34 s, the C tests 20 s, tests/arm64 (11) 146 s.
-# Issue 31's leaf check (host load ~2-3): the build 268 s, the C tests
+# With the leaf check (host load ~2-3): the build 268 s, the C tests
 # (with test_leaves) 20 s, tests/arm64 (14) 214 s; the run 585 s.
-# With test_seccomp (issue 31, host load ~5-9): the build (with sctarget
+# With test_seccomp (host load ~5-9): the build (with sctarget
 # and libsclog.so) 516 s, check-hooks + check-layers 41 s, the C tests
 # 35 s, tests/arm64 (14) 304 s, tests/container/test_seccomp.py (25)
 # 309 s; the run 1315 s from qemu's start (the job began at uptime 87 s).

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Safe points inside libc's string routines on the CPU at hand (x86-64 on
-the host, aarch64 in the VM of dev/arm64-vm; issue 31): a thread
+the host, aarch64 in the VM of dev/arm64-vm): a thread
 called memcpy/memset from its own code is at a safe point while inside
-them (inject/leaves_aarch64.c's leaves, walked by tests/c/test_leaves),
+them (inject/base/leaves_aarch64.c's leaves, walked by tests/c/test_leaves),
 and the native backend's calls run there; the same memcpy called by
 realloc (under the arena's lock) is never taken for one, nor is pc in
 another routine while x30 still says "called memcpy" (aarch64).

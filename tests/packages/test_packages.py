@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""make test-packages (issue 29): the gem and the Debian package, each
+"""make test-packages: the gem and the Debian package, each
 installed in a fresh minimal Debian root (dev/debian-root's package
 roots: minbase and only what the install needs, a throwaway overlay per
 test), give commands that attach to a Ruby service and name its leaking

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Issue 41 on an application nobody here wrote (make test-redmine):
+"""On an application nobody here wrote (make test-redmine):
 Debian's Redmine under a Puma cluster of 2 workers x 4 threads, with
 keep-alive load, and a plugin of ours that keeps the JSON.generate of
 every issue shown (the leak) while Redmine's own API rendering makes the

@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""A call of ours that outlives the injector's --timeout (issue 17, item
-11).  The injected dlopen() runs library constructors under the loader
+"""A call of ours that outlives the injector's --timeout.  The injected dlopen() runs library constructors under the loader
 lock; one that takes 3 s is still inside the loader when a 1 s timeout
 fires.  The injector must leave that call to finish in the target (its
 signal frame restores the thread afterwards, as when the injector is

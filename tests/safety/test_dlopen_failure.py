@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""A dlopen that fails in the target (issue 25, item 4.2).  Its message
+"""A dlopen that fails in the target.  Its message
 is what dlerror() would say, and fetching it must not put the target at
 risk: the injector used to call dlerror() unguarded after the guarded
 dlopen, with a return address that traps, so a SIGKILL to the injector

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The gdb we drive is proven on a process of our own before it touches
-the target (issue 17 item 8): Debian 12's gdb 13.1 on a CPU with AMX
+the target: Debian 12's gdb 13.1 on a CPU with AMX
 cannot write a thread's extended state back after an inferior call, and
 a target it interrupted in a system call then dies.  Machines without
 the fault simulate it with a gdb that does the same damage: each process

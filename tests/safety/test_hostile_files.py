@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Files planted by another user (issue 17, items 1 and 2).
+"""Files planted by another user.
 
 mwrap-attach runs as root against processes of other users and of
 containers.  A target's user (here: nobody) or any local user may plant

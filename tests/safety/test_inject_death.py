@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The target survives every death and timeout of the injector (issue 17,
-items 3, 4 and 7).  Each case runs MWRAP_SAFETY_REPEAT times and judges
+"""The target survives every death and timeout of the injector.  Each case runs MWRAP_SAFETY_REPEAT times and judges
 the target by its own output and exit status.
 
 - mwrap-inject SIGKILLed at many points of its run, from the first

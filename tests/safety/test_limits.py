@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Resource limits (issue 17, item 9): an attach that cannot get its
+"""Resource limits: an attach that cannot get its
 thread, memory or table fails cleanly with the reason, and nothing in
 the target aborts.  liburcu used to: cds_lfht_new(CDS_LFHT_AUTO_RESIZE)
 starts a worker thread and calls abort() when it cannot.

@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Attaching to a process whose memory map never holds still (issue 25,
-item 2).
+"""Attaching to a process whose memory map never holds still.
 
 The kernel hands /proc/PID/maps out a page per read(), looking at the
 memory map afresh each time, so one pass over the file of a process that

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Signals sent to a thread while mwrap-inject looks for a safe point
-(issue 25, item 4.3).  Under ptrace every signal stops the thread for
+"""Signals sent to a thread while mwrap-inject looks for a safe point.
+Under ptrace every signal stops the thread for
 the tracer first.  The injector used to hold each one back and re-send
 it after the injection, so a SIGKILLed injector lost every signal of
 its search (and more than 32 were lost anyway).  Now each is delivered

@@ -1,4 +1,4 @@
-# A Rails API app for tests/rails (issue 26): one controller keeps the
+# A Rails API app for tests/rails: one controller keeps the
 # JSON of every order it sees (the leak) and renders the same payload
 # (garbage made on the same innermost JSON line).  Run under Puma:
 #   puma -w 2 -t 4:4 -b tcp://127.0.0.1:PORT config.ru
