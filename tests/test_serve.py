@@ -22,8 +22,8 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, LEAK_RB, is_attached, ptrace_allowed, run, runtime_dir, scaled,
-                      start_leak)
+from conftest import (ATTACH, INJECT, LEAK_RB, ROOT, is_attached, ptrace_allowed, run, runtime_dir,
+                      scaled, start_leak)
 
 needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
                                   reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -42,12 +42,12 @@ class EveryRun:
     """mwrap-attach -p PID ARGS..., its stderr read line by line as it
     comes; never left running (stop(), or killed by close())."""
 
-    def __init__(self, pid, args, env=None):
+    def __init__(self, pid, args, env=None, attach=ATTACH):
         full_env = dict(os.environ)
         for k in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
             full_env.pop(k, None)
         full_env.update(env or {})
-        self.p = subprocess.Popen([ATTACH, "-p", str(pid), *args], stdout=subprocess.PIPE,
+        self.p = subprocess.Popen([attach, "-p", str(pid), *args], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=full_env)
         self.lines = queue.Queue()
         self.err = []
@@ -315,6 +315,33 @@ def test_detached_between_windows(spawn, every):
     assert rc == 0, r.err
     assert slot_owners(t.pid) == before
     finish_unchanged(t, feeder)
+
+
+@needs_ptrace
+def test_a_library_replaced_between_windows_is_loaded_anew(spawn, every, tmp):
+    """A rebuild or an upgrade replaces libmwrap.so while --every runs:
+    the next window loads a copy under a name of its own (by the old
+    name, dlopen would find the deleted library) and goes on.  The tree
+    is a copy of ours, so that ours is not replaced."""
+    tree = tmp / "tree"
+    shutil.copytree(os.path.join(ROOT, "scripts"), tree / "scripts", symlinks=True)
+    shutil.copytree(os.path.join(ROOT, "build", "lib"), tree / "build" / "lib")
+    (tree / "build" / "bin").mkdir()
+    shutil.copy2(INJECT, tree / "build" / "bin")
+    lib = tree / "build" / "lib" / "libmwrap.so"
+    t, _, _ = start_leak(spawn)
+    r = every(t.pid, ["--every", EVERY, "-d", "1", "--serve", "127.0.0.1:0"],
+              attach=str(tree / "scripts" / "mwrap-attach"))
+    r.expect(r"^mwrap-attach: window 1: ")
+    shutil.copy2(lib, tmp / "libmwrap.so.new")
+    os.replace(tmp / "libmwrap.so.new", lib)
+    r.expect(r"was deleted; loading a new copy")
+    r.expect(r"^mwrap-attach: window 2: ")
+    rc, _ = r.stop(signal.SIGTERM)
+    assert rc == 0, r.err
+    assert not [line for line in r.err if "failed" in line], r.err
+    loaded = [p for *_, p in mappings(t.pid) if p.endswith("/libmwrap.so")]
+    assert any(re.search(r"/mwrap-lib\.\w+/libmwrap\.so$", p) for p in loaded), loaded
 
 
 @needs_ptrace

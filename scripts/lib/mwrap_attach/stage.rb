@@ -59,9 +59,12 @@ module MwrapAttach
     # Returns [path, copy]: the library path as the target sees it, and
     # the Copy made for it (nil when none was).  A library already loaded
     # in the target is reused (dlopen finds it by that name); ours when
-    # the target shares our filesystem and can read it; else a copy, with
-    # liburcu beside it, in a fresh directory in the target's /tmp, which
-    # the caller settles once the injection is over.
+    # the target shares our filesystem and can read it, unless the target
+    # has a deleted library of that name loaded (ours replaced since, by
+    # a rebuild or an upgrade: dlopen would find the old one by its name,
+    # and mwrap-inject none by its file); else a copy, with liburcu beside
+    # it, in a fresh directory in the target's /tmp, which the caller
+    # settles once the injection is over.
     def self.library_for(target, verbose)
       lib = our_library
       path, deleted = loaded_library(target)
@@ -72,7 +75,7 @@ module MwrapAttach
       warn "mwrap-attach: the library loaded in the target (#{path}) was deleted; loading a new copy" if path
       files = library_files(lib)
       shared = files.all? { |f| same_file?(f, target.path(f)) && readable_by?(target, f) }
-      return [lib, nil] if shared
+      return [lib, nil] if shared && !(path && [lib, (File.realpath(lib) rescue lib)].include?(path))
 
       copy = stage_library(target, files)
       warn "mwrap-attach: copied the library to #{copy.dir} in the target's filesystem" if verbose
