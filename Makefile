@@ -597,6 +597,15 @@ test-packages:
 		timeout 1800 dev/debian-root $$r true || exit 1; done
 	MWRAP_TEST_PACKAGES=1 $(PYTEST) -q tests/packages
 
+# musl (Alpine) --------------------------------------------------------
+# What musl taught us, checked on glibc: a C library that lacks some of
+# the malloc family (tests/test_musl_resolve.py preloads this before
+# libmwrap.so; it hides the functions named in MWTEST_HIDE from dlsym).
+build: build/targets/libhidesym.so
+build/targets/libhidesym.so: tests/targets/hidesym.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $< -ldl
+
 # (and the products where they were made before build/)
 clean:
 	rm -rf build preload/libmwrap.so preload/liburcu* inject/mwrap-inject \

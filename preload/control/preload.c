@@ -94,7 +94,9 @@ __attribute__((constructor)) static void mw_preload_init(void)
 
 	mw_tls.guard++;
 	if (mw_real_resolve() != 0) {
-		say("cannot find the real malloc functions; not tracing", "");
+		/* the hooks pass every call through to what was found */
+		say("not tracing: cannot find the real ",
+		    mw_real_missing ? mw_real_missing : "malloc functions");
 		goto out;
 	}
 	if (!interposing()) {

@@ -17,6 +17,7 @@ struct mw_real_fns mw_real;
 static int resolving;
 /* 1: all found, -1: some missing; published with release ordering. */
 int mw_real_resolved;
+const char *mw_real_missing;
 
 /* 64 KiB is ample: glibc's dlsym makes one small calloc. */
 #define BOOT_SIZE MW_BOOT_SIZE
@@ -100,17 +101,16 @@ MW_HOOKS(CHECK_TYPE)
 #undef CHECK_TYPE
 
 /* Fills @f: the malloc family from @handle (RTLD_NEXT or RTLD_DEFAULT),
- * the others from RTLD_NEXT (what follows us).  1 if the malloc family
- * was all found. */
-static int resolve_into(struct mw_real_fns *f, void *handle)
+ * the others from RTLD_NEXT (what follows us).  Returns the first
+ * function no hook can do without (malloc, calloc, realloc, free) that
+ * was not found, NULL if all were.  The others are optional: musl has no
+ * pvalloc, reallocarray is newer than the rest, and a missing one is
+ * simply not forwarded to. */
+static const char *resolve_into(struct mw_real_fns *f, void *handle)
 {
-	int found = 1;
-
 #define RESOLVE(name, ret, params, kind)				\
 	*(void **)&f->name = dlsym(kind == MW_HOOK_ALLOC ? handle : RTLD_NEXT, \
-				   #name);				\
-	if (kind == MW_HOOK_ALLOC && !f->name)				\
-		found = 0;
+				   #name);
 	MW_HOOKS(RESOLVE)
 #undef RESOLVE
 	*(void **)&f->malloc_usable_size = dlsym(handle, "malloc_usable_size");
@@ -119,7 +119,8 @@ static int resolve_into(struct mw_real_fns *f, void *handle)
 		f->malloc_usable_size = NULL;
 	else if (in_libc(*(void **)&f->malloc_usable_size))
 		f->malloc_usable_size = glibc_usable_size;
-	return found;
+	return !f->malloc ? "malloc" : !f->calloc ? "calloc" :
+	       !f->realloc ? "realloc" : !f->free ? "free" : NULL;
 }
 
 int mw_real_resolve(void)
@@ -130,7 +131,8 @@ int mw_real_resolve(void)
 		return r > 0 ? 0 : -ENOENT;
 	if (__atomic_exchange_n(&resolving, 1, __ATOMIC_ACQUIRE))
 		return -EAGAIN;
-	r = resolve_into(&mw_real, RTLD_NEXT) ? 1 : -1;
+	mw_real_missing = resolve_into(&mw_real, RTLD_NEXT);
+	r = mw_real_missing ? -1 : 1;
 	__atomic_store_n(&mw_real_resolved, r, __ATOMIC_RELEASE);
 	__atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
 	return r > 0 ? 0 : -ENOENT;
@@ -144,8 +146,10 @@ int mw_real_resolve(void)
 int mw_real_use_global(void)
 {
 	struct mw_real_fns fns;
+	const char *missing = resolve_into(&fns, RTLD_DEFAULT);
 
-	if (!resolve_into(&fns, RTLD_DEFAULT)) {
+	if (missing) {
+		mw_real_missing = missing;
 		/* better no attach than hooks forwarding to the wrong heap */
 		__atomic_store_n(&mw_real_resolved, -1, __ATOMIC_RELEASE);
 		return -ENOENT;

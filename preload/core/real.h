@@ -18,8 +18,11 @@
 #pragma GCC visibility push(hidden)
 
 /* The functions our hooks forward to, one per entry of hooklist.h:
- * the malloc family (required), dlopen/dlclose and mmap/munmap (NULL if
- * not found; their users check). */
+ * the malloc family (malloc, calloc, realloc and free required, the
+ * others NULL where the C library lacks them: musl has no pvalloc),
+ * dlopen/dlclose and mmap/munmap (NULL if not found).  A NULL entry is
+ * neither forwarded to (its hook fails with ENOMEM) nor patched into a
+ * GOT. */
 struct mw_real_fns {
 #define MW_REAL_FIELD(name, ret, params, kind) ret (*name) params;
 	MW_HOOKS(MW_REAL_FIELD)
@@ -34,18 +37,28 @@ struct mw_real_fns {
 /* Filled by mw_real_resolve(); read-only afterwards. */
 extern struct mw_real_fns mw_real;
 
-/* 1 once every function is resolved. */
+/* 0 until the lookup is done; then 1 when the required functions were
+ * found (tracing may start), -1 when one was not (nothing is traced:
+ * the hooks pass every call through to what was found). */
 extern int mw_real_resolved;
 
-/* Context: hook; async-signal-safe. */
+/* The first required function not found, for the message; NULL if
+ * none.  Written before mw_real_resolved is published. */
+extern const char *mw_real_missing;
+
+/* Whether tracing may go on (the lookup found every required function).
+ * Context: hook; async-signal-safe. */
 static inline int mw_real_ready(void)
 {
 	return __atomic_load_n(&mw_real_resolved, __ATOMIC_ACQUIRE) > 0;
 }
 
 /* Resolves every function with dlsym(RTLD_NEXT).  Returns 0 when the
- * malloc family is known, -EAGAIN when called re-entrantly from inside dlsym (the caller
- * must then use the bootstrap arena), -ENOENT if libc lacks one.
+ * required functions are known, -EAGAIN when called re-entrantly from
+ * inside dlsym (the caller must then use the bootstrap arena), -ENOENT
+ * if one of them is missing: mw_real then holds what was found, and
+ * "not tracing" means passing calls through to it, never serving them
+ * from the bootstrap arena.
  * Context: any thread; idempotent. */
 int mw_real_resolve(void);
 

@@ -203,6 +203,8 @@ static void patch_rela_locked(struct scan *sc, const ElfW(Rela) *rel,
 		if (h == NHOOKS || !(hooks[h].kind & patch_kinds) ||
 		    (hooks[h].kind == MW_GOT_HEAP && !sc->is_ruby))
 			continue;
+		if (hooks[h].real && !*hooks[h].real)
+			continue;	/* the C library lacks it: not hooked */
 		addr = (void **)(sc->base + rel[i].r_offset);
 		if (*addr == hooks[h].hook)
 			continue;	/* ours already */

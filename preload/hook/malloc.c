@@ -21,9 +21,48 @@
 #define CALLER() \
 	((uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0)))
 #define unlikely(x) __builtin_expect(!!(x), 0)
+#define likely(x) __builtin_expect(!!(x), 1)
 
-/* Before the real functions are known (we are inside dlsym): bootstrap. */
-#define NOT_READY() (unlikely(!mw_real_ready()) && mw_real_resolve())
+/* What a hook does before the real functions are known:
+ * BOOT  we are inside dlsym: the bootstrap arena serves the call;
+ * PASS  the lookup is done, without a function tracing needs: nothing is
+ *       traced, every call goes straight to the real function (FORWARD),
+ *       never to the arena, which would soon run out;
+ * GO    found just now: the hook goes on as usual. */
+enum unready { GO, BOOT, PASS };
+
+static __attribute__((noinline, cold)) enum unready unready(void)
+{
+	int r = mw_real_resolve();
+
+	return r == -EAGAIN ? BOOT : r ? PASS : GO;
+}
+
+/* A hook's first line: returns @boot or @pass until the functions are
+ * known, goes on once they are. */
+#define IF_UNREADY(boot, pass)						\
+	if (unlikely(!mw_real_ready())) {				\
+		switch (unready()) {					\
+		case BOOT:						\
+			return boot;					\
+		case PASS:						\
+			return pass;					\
+		case GO:						\
+			break;						\
+		}							\
+	}
+
+/* The real function, or, where the C library lacks it (musl's pvalloc;
+ * any but the required four after a failed lookup), ENOMEM as from an
+ * allocator out of memory. */
+#define FORWARD(name, args)						\
+	(likely(mw_real.name != NULL) ? mw_real.name args : enomem())
+
+static __attribute__((cold)) void *enomem(void)
+{
+	errno = ENOMEM;
+	return NULL;
+}
 
 /* mw_track_alloc raises the guard and keeps errno. */
 static inline void record_alloc(void *p, size_t size, uintptr_t caller)
@@ -33,12 +72,20 @@ static inline void record_alloc(void *p, size_t size, uintptr_t caller)
 
 EXPORT void *malloc(size_t size)
 {
-	if (NOT_READY())
-		return mw_boot_alloc(size, 16);
+	IF_UNREADY(mw_boot_alloc(size, 16), FORWARD(malloc, (size)))
 	if (!mw_tracking() || !mw_sample_take(size))
 		return mw_real.malloc(size);
 	/* recorded: one call (a tail call) into track.c */
 	return mw_track_malloc(size, CALLER());
+}
+
+static void *boot_calloc(size_t n, size_t m)
+{
+	size_t size;
+
+	if (__builtin_mul_overflow(n, m, &size))
+		return enomem();
+	return mw_boot_alloc(size, 16);	/* arena memory is zero */
 }
 
 EXPORT void *calloc(size_t n, size_t m)
@@ -46,13 +93,7 @@ EXPORT void *calloc(size_t n, size_t m)
 	size_t size;
 	void *p;
 
-	if (NOT_READY()) {
-		if (__builtin_mul_overflow(n, m, &size)) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		return mw_boot_alloc(size, 16);	/* arena memory is zero */
-	}
+	IF_UNREADY(boot_calloc(n, m), FORWARD(calloc, (n, m)))
 	if (!mw_tracking() || __builtin_mul_overflow(n, m, &size) ||
 	    !mw_sample_take(size))
 		return mw_real.calloc(n, m);
@@ -74,11 +115,21 @@ static inline __attribute__((always_inline)) void free_ready(void *p)
 }
 
 /* ... and before they are: out of line, so that free needs no frame of
- * its own to keep @p across the lookup. */
+ * its own to keep @p across the lookup.  (BOOT cannot happen: @p came
+ * from somewhere.) */
 static __attribute__((noinline, cold)) void free_unready(void *p)
 {
-	if (!mw_real_resolve())	/* else cannot happen: p came from somewhere */
+	switch (unready()) {
+	case GO:
 		free_ready(p);
+		break;
+	case PASS:
+		if (mw_real.free)
+			mw_real.free(p);
+		break;
+	case BOOT:
+		break;
+	}
 }
 
 EXPORT void free(void *p)
@@ -107,8 +158,8 @@ EXPORT void *realloc(void *p, size_t size)
 {
 	if (p && unlikely(mw_boot_owns(p)))
 		return realloc_boot(p, size);
-	if (NOT_READY())
-		return p ? NULL : mw_boot_alloc(size, 16);
+	IF_UNREADY(p ? NULL : mw_boot_alloc(size, 16),
+		   FORWARD(realloc, (p, size)))
 	if (!mw_tracking())
 		return mw_real.realloc(p, size);
 	if (!p) {
@@ -129,16 +180,15 @@ EXPORT void *reallocarray(void *p, size_t n, size_t m)
 {
 	size_t size;
 
-	if (__builtin_mul_overflow(n, m, &size)) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (__builtin_mul_overflow(n, m, &size))
+		return enomem();
 	if (p && unlikely(mw_boot_owns(p)))
 		return realloc_boot(p, size);
-	if (NOT_READY())
-		return p ? NULL : mw_boot_alloc(size, 16);
-	if (!mw_tracking())
-		return mw_real.reallocarray(p, n, m);
+	IF_UNREADY(p ? NULL : mw_boot_alloc(size, 16),
+		   FORWARD(reallocarray, (p, n, m)))
+	/* optional: glibc 2.26, musl 1.2.2 */
+	if (!mw_tracking() || unlikely(!mw_real.reallocarray))
+		return FORWARD(reallocarray, (p, n, m));
 	if (!p) {
 		void *q;
 
@@ -153,18 +203,29 @@ EXPORT void *reallocarray(void *p, size_t n, size_t m)
 	return mw_track_realloc(p, n, m, 1, CALLER());
 }
 
+static int boot_memalign(void **pp, size_t align, size_t size)
+{
+	void *p = mw_boot_alloc(size, align);
+
+	if (!p)
+		return ENOMEM;
+	*pp = p;
+	return 0;
+}
+
+/* optional, as the ones below */
+#define FORWARD_MEMALIGN(pp, align, size)				\
+	(likely(mw_real.posix_memalign != NULL) ?			\
+	 mw_real.posix_memalign(pp, align, size) : ENOMEM)
+
 EXPORT int posix_memalign(void **pp, size_t align, size_t size)
 {
 	int ret;
 
-	if (NOT_READY()) {
-		void *p = mw_boot_alloc(size, align);
-
-		if (!p)
-			return ENOMEM;
-		*pp = p;
-		return 0;
-	}
+	IF_UNREADY(boot_memalign(pp, align, size),
+		   FORWARD_MEMALIGN(pp, align, size))
+	if (unlikely(!mw_real.posix_memalign))
+		return ENOMEM;
 	if (!mw_tracking() || !mw_sample_take(size))
 		return mw_real.posix_memalign(pp, align, size);
 	ret = mw_real.posix_memalign(pp, align, size);
@@ -173,26 +234,27 @@ EXPORT int posix_memalign(void **pp, size_t align, size_t size)
 	return ret;
 }
 
-#define ALIGNED_HOOK(name, call, boot_align)				\
-	EXPORT void *name						\
+/* The optional ones: each forwards only where the C library has it. */
+#define ALIGNED_HOOK(name, params, args, boot_align)			\
+	EXPORT void *name params					\
 	{								\
 		void *p;						\
 									\
-		if (NOT_READY())					\
-			return mw_boot_alloc(size, boot_align);		\
-		if (!mw_tracking() || !mw_sample_take(size))		\
-			return mw_real.call;				\
-		p = mw_real.call;					\
+		IF_UNREADY(mw_boot_alloc(size, boot_align),		\
+			   FORWARD(name, args))				\
+		if (!mw_tracking() || !mw_sample_take(size) ||		\
+		    unlikely(!mw_real.name))				\
+			return FORWARD(name, args);			\
+		p = mw_real.name args;					\
 		if (p)							\
 			record_alloc(p, size, CALLER());		\
 		return p;						\
 	}
 
-ALIGNED_HOOK(aligned_alloc(size_t align, size_t size),
-	     aligned_alloc(align, size), align)
-ALIGNED_HOOK(memalign(size_t align, size_t size), memalign(align, size), align)
-ALIGNED_HOOK(valloc(size_t size), valloc(size), 4096)
-ALIGNED_HOOK(pvalloc(size_t size), pvalloc(size), 4096)
+ALIGNED_HOOK(aligned_alloc, (size_t align, size_t size), (align, size), align)
+ALIGNED_HOOK(memalign, (size_t align, size_t size), (align, size), align)
+ALIGNED_HOOK(valloc, (size_t size), (size), 4096)
+ALIGNED_HOOK(pvalloc, (size_t size), (size), 4096)
 
 /* Our own addresses of the hooks.  Inside this library, a reference to
  * "malloc" binds through the GOT to whichever malloc the global scope
