@@ -13,7 +13,8 @@ import os
 
 import pytest
 
-from conftest import LIB, TARGETS, parse_json_dump, run
+from conftest import (LEAK_RB, LIB, LINE_SLACK, TARGETS, attach, parse_json_dump,
+                      ptrace_allowed, run, start_ready)
 
 pytestmark = pytest.mark.fast
 
@@ -80,3 +81,34 @@ def test_a_required_function_missing_passes_every_call_through(tmp, hide):
     assert p.stdout == HELLO_OUT
     assert f"mwrap: not tracing: cannot find the real {hide}\n" in p.stderr
     assert not dump.exists()
+
+
+@pytest.mark.skipif(ptrace_allowed() is not None,
+                    reason=f"ptrace not permitted: {ptrace_allowed()}")
+def test_attach_where_rtld_next_finds_nothing(spawn):
+    """musl's dlsym(RTLD_NEXT), from a library loaded by dlopen, finds
+    nothing of libc's: the real functions then come from the global
+    scope (they used to be missing: "mw_attach failed in the target")."""
+    t, line, _ = start_leak_env(spawn, {"LD_PRELOAD": HIDESYM,
+                                        "MWTEST_NO_NEXT": "1"})
+    p = attach(["-p", str(t.pid), "--keep"])
+    assert p.returncode == 0, p.stderr
+    t.send("leak 200 10000")
+    t.expect("leaked")
+    p = attach(["-p", str(t.pid), "--dump", "--format=json"])
+    assert p.returncode == 0, p.stderr
+    _, sites = parse_json_dump(p.stdout)
+    site = sites[f"{LEAK_RB}:{line}"]
+    assert 200 <= site["live_count"] <= 200 + LINE_SLACK
+    assert abs(site["live_bytes"] - 2_000_000) <= 200_000
+    p = attach(["-p", str(t.pid), "--detach"])
+    assert p.returncode == 0 and p.stdout.startswith("ok detach"), p.stderr
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == ["bye 1999800"]
+
+
+def start_leak_env(spawn, env):
+    """tests/targets/leak.rb started with ENV: (target, its leak line,
+    its zlib line)."""
+    t, fields = start_ready(spawn, ["ruby", LEAK_RB], env=env)
+    return t, int(fields["leak_line"]), int(fields["zlib_line"])

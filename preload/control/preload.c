@@ -91,16 +91,13 @@ static int preloaded(void)
 __attribute__((constructor)) static void mw_preload_init(void)
 {
 	char err[160];
+	int resolved;
 
 	mw_tls.guard++;
-	if (mw_real_resolve() != 0) {
-		/* the hooks pass every call through to what was found */
-		say("not tracing: cannot find the real ",
-		    mw_real_missing ? mw_real_missing : "malloc functions");
-		goto out;
-	}
+	resolved = mw_real_resolve() == 0;
 	if (!interposing()) {
-		/* dlopen'ed: mw_attach() starts us */
+		/* dlopen'ed: mw_attach() starts us, forwarding to what the
+		 * process calls (found even where RTLD_NEXT found nothing) */
 		if (mw_real_use_global())
 			say("cannot find the process's malloc functions", "");
 		else
@@ -109,6 +106,12 @@ __attribute__((constructor)) static void mw_preload_init(void)
 			say("another malloc comes first in LD_PRELOAD, so this "
 			    "process is not traced and writes no dump: ",
 			    "put libmwrap.so first (scripts/mwrap does)");
+		goto out;
+	}
+	if (!resolved) {
+		/* the hooks pass every call through to what was found */
+		say("not tracing: cannot find the real ",
+		    mw_real_missing ? mw_real_missing : "malloc functions");
 		goto out;
 	}
 	mw_allocator_detect();

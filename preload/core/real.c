@@ -100,8 +100,27 @@ static int in_libc(void *fn)
 MW_HOOKS(CHECK_TYPE)
 #undef CHECK_TYPE
 
+/* dlsym(@handle, @name), or when that finds nothing, the global scope's
+ * definition unless it is ours (preloaded, our hook).  musl's RTLD_NEXT, from a dlopen'ed
+ * library, searches only the objects loaded after it (its own
+ * dependencies: liburcu), never libc, which came first; glibc's
+ * searches the rest of the caller's scope.  The global scope then finds
+ * libc's (or a preloaded allocator's, the one the process calls). */
+static void *lookup(void *handle, const char *name)
+{
+	void *p = dlsym(handle, name);
+
+	if (!p && handle != RTLD_DEFAULT) {
+		p = dlsym(RTLD_DEFAULT, name);
+		if (same_object(p, (void *)lookup))
+			p = NULL;
+	}
+	return p;
+}
+
 /* Fills @f: the malloc family from @handle (RTLD_NEXT or RTLD_DEFAULT),
- * the others from RTLD_NEXT (what follows us).  Returns the first
+ * the others from RTLD_NEXT (what follows us), each from the global
+ * scope where that finds nothing (lookup).  Returns the first
  * function no hook can do without (malloc, calloc, realloc, free) that
  * was not found, NULL if all were.  The others are optional: musl has no
  * pvalloc, reallocarray is newer than the rest, and a missing one is
@@ -109,8 +128,8 @@ MW_HOOKS(CHECK_TYPE)
 static const char *resolve_into(struct mw_real_fns *f, void *handle)
 {
 #define RESOLVE(name, ret, params, kind)				\
-	*(void **)&f->name = dlsym(kind == MW_HOOK_ALLOC ? handle : RTLD_NEXT, \
-				   #name);
+	*(void **)&f->name = lookup(kind == MW_HOOK_ALLOC ? handle : RTLD_NEXT, \
+				    #name);
 	MW_HOOKS(RESOLVE)
 #undef RESOLVE
 	*(void **)&f->malloc_usable_size = dlsym(handle, "malloc_usable_size");
@@ -155,5 +174,7 @@ int mw_real_use_global(void)
 		return -ENOENT;
 	}
 	mw_real = fns;
+	/* ready even where RTLD_NEXT had failed before */
+	__atomic_store_n(&mw_real_resolved, 1, __ATOMIC_RELEASE);
 	return 0;
 }

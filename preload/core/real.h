@@ -53,7 +53,9 @@ static inline int mw_real_ready(void)
 	return __atomic_load_n(&mw_real_resolved, __ATOMIC_ACQUIRE) > 0;
 }
 
-/* Resolves every function with dlsym(RTLD_NEXT).  Returns 0 when the
+/* Resolves every function with dlsym(RTLD_NEXT), each one that finds
+ * nothing (musl, dlopen'ed) with the global scope's definition unless
+ * that is our own hook.  Returns 0 when the
  * required functions are known, -EAGAIN when called re-entrantly from
  * inside dlsym (the caller must then use the bootstrap arena), -ENOENT
  * if one of them is missing: mw_real then holds what was found, and
@@ -64,8 +66,9 @@ int mw_real_resolve(void);
 
 /* Attach mode: replaces the malloc family with the global scope's first
  * definition (dlsym(RTLD_DEFAULT)), what the process's own calls reach.
- * Returns 0, or -ENOENT with mw_real left unchanged and marked not
- * ready (mw_attach then refuses).  Only valid while
+ * Returns 0, marked ready (even if mw_real_resolve had failed), or
+ * -ENOENT with mw_real left unchanged and marked not ready (mw_attach
+ * then refuses).  Only valid while
  * no hook of ours can run and only when we do not interpose (else the
  * lookup finds our own hooks).
  * Context: the constructor of a dlopen'ed libmwrap. */

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* hidesym.c - a C library without some functions, on glibc: preloaded
- * before libmwrap.so, it answers dlsym of every name listed in
- * MWTEST_HIDE (comma-separated) with NULL, from any handle, as musl
- * answers "pvalloc".  Every other lookup goes to glibc's dlsym, with
- * RTLD_NEXT taken as libc's own definitions: what it finds for
- * libmwrap.so (nothing after it defines these but libc), without
+ * (before libmwrap.so, or into a target to attach to), it answers dlsym
+ * of every name listed in MWTEST_HIDE (comma-separated) with NULL, from
+ * any handle, as musl answers "pvalloc"; with MWTEST_NO_NEXT=1, every
+ * dlsym(RTLD_NEXT), as musl's from a dlopen'ed library (which searches
+ * only the objects loaded after it).  Every other lookup goes to glibc's
+ * dlsym, with RTLD_NEXT taken as libc's own definitions: what it finds
+ * for libmwrap.so (nothing after it defines these but libc), without
  * depending on who called.  (tests/test_musl_resolve.py)
  */
 #define _GNU_SOURCE
@@ -40,6 +42,8 @@ void *dlsym(void *handle, const char *name)
 	if (!libc)
 		libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
 	if (!real_dlsym || hidden(name))
+		return NULL;
+	if (handle == RTLD_NEXT && getenv("MWTEST_NO_NEXT"))
 		return NULL;
 	return real_dlsym(handle == RTLD_NEXT ? libc : handle, name);
 }
