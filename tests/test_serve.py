@@ -203,6 +203,18 @@ def detached_state(pid):
             "maps": sorted((p, e - s) for s, e, _, p in mappings(pid) if p.startswith("/"))}
 
 
+def private_tree(tmp):
+    """A copy of our scripts and build products under TMP, where no
+    rebuild replaces the library under a test: (its mwrap-attach, its
+    libmwrap.so)."""
+    tree = tmp / "tree"
+    shutil.copytree(os.path.join(ROOT, "scripts"), tree / "scripts", symlinks=True)
+    shutil.copytree(os.path.join(ROOT, "build", "lib"), tree / "build" / "lib")
+    (tree / "build" / "bin").mkdir()
+    shutil.copy2(INJECT, tree / "build" / "bin")
+    return str(tree / "scripts" / "mwrap-attach"), tree / "build" / "lib" / "libmwrap.so"
+
+
 def http_get(url, method="GET", path=None):
     """(status, headers dict, body) of one request to URL's server."""
     m = re.match(r"http://([^/:]+):(\d+)(/.*)", url)
@@ -284,19 +296,21 @@ def test_go_tool_pprof_names_the_leak_line_from_the_served_url(spawn, every, tmp
 
 
 @needs_ptrace
-def test_detached_between_windows(spawn, every):
+def test_detached_between_windows(spawn, every, tmp):
     """From /proc: during a window libruby's malloc-family GOT slots
     point into libmwrap; after each window's detach into libc again, no
     helper thread and no runtime directory are left, and the maps are
     the same from one gap to the next (the library the first window
     loaded stays mapped, as every detach leaves it: nothing points at it,
-    and the next window reuses it).  The target's answers are unchanged."""
+    and the next window reuses it).  The target's answers are unchanged.
+    Our tree's copy: a rebuild meanwhile would change the maps."""
+    attach, _ = private_tree(tmp)
     t, _, _ = start_leak(spawn)
     before = slot_owners(t.pid)
     assert before["malloc"].startswith("libc"), before
     tasks = len(os.listdir(f"/proc/{t.pid}/task"))
     feeder = Feeder(t)
-    r = every(t.pid, ["--every", EVERY, "-d", WINDOW, "--serve", "127.0.0.1:0"])
+    r = every(t.pid, ["--every", EVERY, "-d", WINDOW, "--serve", "127.0.0.1:0"], attach=attach)
     gaps = []
     for n in (1, 2, 3):
         r.expect(r"^mwrap-attach: attached to ")
@@ -323,15 +337,9 @@ def test_a_library_replaced_between_windows_is_loaded_anew(spawn, every, tmp):
     the next window loads a copy under a name of its own (by the old
     name, dlopen would find the deleted library) and goes on.  The tree
     is a copy of ours, so that ours is not replaced."""
-    tree = tmp / "tree"
-    shutil.copytree(os.path.join(ROOT, "scripts"), tree / "scripts", symlinks=True)
-    shutil.copytree(os.path.join(ROOT, "build", "lib"), tree / "build" / "lib")
-    (tree / "build" / "bin").mkdir()
-    shutil.copy2(INJECT, tree / "build" / "bin")
-    lib = tree / "build" / "lib" / "libmwrap.so"
+    attach, lib = private_tree(tmp)
     t, _, _ = start_leak(spawn)
-    r = every(t.pid, ["--every", EVERY, "-d", "1", "--serve", "127.0.0.1:0"],
-              attach=str(tree / "scripts" / "mwrap-attach"))
+    r = every(t.pid, ["--every", EVERY, "-d", "1", "--serve", "127.0.0.1:0"], attach=attach)
     r.expect(r"^mwrap-attach: window 1: ")
     shutil.copy2(lib, tmp / "libmwrap.so.new")
     os.replace(tmp / "libmwrap.so.new", lib)

@@ -119,7 +119,8 @@ module MwrapAttach
           got = window(target, o, flag)
           failed = 0
         rescue Failure => e
-          return stopped("the process is detached") if e.code == EXIT[:interrupted] || flag[:seen]
+          # a signal during the injection: detached at once
+          return stopped("window #{n} cut short and detached") if e.code == EXIT[:interrupted] || flag[:seen]
           return exited(target, "before window #{n} ended") unless target.alive?
           raise if n == 1 || (failed += 1) >= FAILURES
 
