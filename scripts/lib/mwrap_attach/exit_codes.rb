@@ -36,7 +36,8 @@ module MwrapAttach
       [15, :io, "the report could not be written (-o FILE: it went to stdout instead)"],
       [16, :exited, "the process exited during the window: the report covers the time " \
                     "until then (its table as it exited; only the top sites of the " \
-                    "window's last sample if it was killed by a signal)"],
+                    "window's last sample if it was killed by a signal); with --every, " \
+                    "the process exited, in a window or between two"],
       [17, :interrupted, "interrupted (Ctrl-C, SIGTERM) before the window began: the process was " \
                          "left untouched, or detached at once"],
     ],
