@@ -379,6 +379,21 @@ def test_a_signal_between_windows_ends_it(spawn, every):
 
 
 @needs_ptrace
+def test_a_window_that_ends_late_skips_a_start(spawn, every):
+    """-d 0.99 every second: the attach and the final dump take longer
+    than the 10 ms left, so each window ends after the next start was
+    due; that start is skipped, said, and the next window begins at the
+    one after, a whole interval on."""
+    t, _, _ = start_leak(spawn)
+    r = every(t.pid, ["--every", "1", "-d", "0.99", "--serve", "127.0.0.1:0"])
+    r.expect(r"^mwrap-attach: window 1 ended late: 1 start\(s\) skipped$")
+    r.expect(r"^mwrap-attach: window 2: ")
+    rc, _ = r.stop(signal.SIGTERM)
+    assert rc == 0, r.err
+    assert not is_attached(t.pid)
+
+
+@needs_ptrace
 def test_a_target_that_exits_ends_the_run_with_16(spawn, every):
     t, _, _ = start_leak(spawn)
     r = every(t.pid, ["--every", EVERY, "-d", "1", "--serve", "127.0.0.1:0"])

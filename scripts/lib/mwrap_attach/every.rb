@@ -111,7 +111,7 @@ module MwrapAttach
     # until a signal, the target's exit or FAILURES failed windows in a
     # row: our exit code.
     def self.windows(target, o, flag, server, pusher)
-      t0 = clock
+      due = clock # when the window under way was to begin
       failed = 0
       (1..).each do |n|
         server.first_due ||= clock + o[:seconds] if server
@@ -132,7 +132,8 @@ module MwrapAttach
           publish(n, got, o, server, pusher)
           return exited(target, "during window #{n}: its profile is the last") if got[3]
         end
-        why = pause(target, flag, next_start(t0, o[:every], n))
+        due = next_start(due, o[:every], n)
+        why = pause(target, flag, due)
         return stopped("between windows, the process detached") if why == :signal
         return exited(target, "after window #{n}") if why == :exited
       end
@@ -169,13 +170,16 @@ module MwrapAttach
                   MwrapReport.human(dump.header["tracked_live_bytes"].to_i), lead)
     end
 
-    # When the window after window N begins: the first start of a
-    # window, every EVERY seconds from T0, still to come; a slot missed
-    # (a slow attach or dump) is said.
-    def self.next_start(t0, every, n)
-      slot = ((clock - t0) / every).floor + 1
-      warn "mwrap-attach: window #{n} ended late: #{slot - n} start(s) skipped" if slot > n
-      t0 + slot * every
+    # When the window after window N (due at DUE) begins: EVERY seconds
+    # after DUE, or a multiple of EVERY if that has passed (a slow attach
+    # or dump), which is said.
+    def self.next_start(due, every, n)
+      late = clock - (due + every)
+      return due + every if late.negative?
+
+      skipped = (late / every).floor + 1
+      warn "mwrap-attach: window #{n} ended late: #{skipped} start(s) skipped"
+      due + (skipped + 1) * every
     end
 
     # Waits, the target detached, until the CLOCK time AT: nil then,
