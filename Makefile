@@ -606,6 +606,26 @@ build/targets/libhidesym.so: tests/targets/hidesym.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $< -ldl
 
+# C targets built with musl-gcc where it is installed (musl-tools, which
+# scripts/install-deps and so make setup install), else their tests skip.
+MUSL_CC = musl-gcc
+HAVE_MUSL_CC := $(shell command -v $(MUSL_CC) 2>/dev/null)
+MUSL_TARGETS = build/musl/targets/cleak
+build: $(if $(HAVE_MUSL_CC),$(MUSL_TARGETS))
+build/musl/targets/%: tests/targets/%.c
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(CFLAGS) $(WARN) -rdynamic -o $@ $<
+
+# telling C libraries apart (inject/checks/libcmatch.c, maps.c's names)
+C_TESTS += build/tests/test_libcmatch
+build test-c: build/tests/test_libcmatch
+LIBCMATCH_SRCS = inject/checks/libcmatch.c inject/process/maps.c $(MAPS_SRCS)
+build/tests/test_libcmatch: tests/c/test_libcmatch.c $(LIBCMATCH_SRCS) \
+		$(INJECT_HDRS) tests/c/tap.h $(LIBMWRAP) \
+		$(if $(HAVE_MUSL_CC),$(MUSL_TARGETS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) -o $@ $< $(LIBCMATCH_SRCS) -ldl
+
 # (and the products where they were made before build/)
 clean:
 	rm -rf build preload/libmwrap.so preload/liburcu* inject/mwrap-inject \

@@ -6,6 +6,7 @@
 #include "base/elfsym.h"
 #include "base/exitcodes.h"
 #include "backends/gdb.h"
+#include "checks/libcmatch.h"
 #include "process/maps.h"
 #include "process/ptrace.h"
 #include "process/safepoint.h"
@@ -361,6 +362,8 @@ int mwi_inject(const struct mwi_request *rq, int *result,
 	if (ret)
 		return mwi_fail(why, ret == -EACCES ? EX_PERM : EX_NOPROC,
 				"maps", "reading /proc/PID/maps", "", -ret);
+	if (mwi_libc_check(rq->pid, &maps, rq->lib, why))
+		return why->code;
 	if (rq->use_gdb) {
 		char path[PATH_MAX + 32];
 		uintptr_t slot = 0;

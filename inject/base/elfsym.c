@@ -190,3 +190,58 @@ int mwi_elf_find_code(const char *path, const void *code, size_t len,
 	done(&e);
 	return ret;
 }
+
+/* In dynamic section @dynsh: each DT_NEEDED name, to @fn. */
+static int needed_in(const struct mw_elf *e, const Elf64_Shdr *dynsh,
+		     int (*fn)(const char *name, void *arg), void *arg)
+{
+	Elf64_Dyn d[CHUNK];
+	uint64_t n = dynsh->sh_size / sizeof(Elf64_Dyn), i, k, m;
+	const Elf64_Shdr *str;
+	size_t len;
+	char *names;
+	int ret = 0, stop = 0;
+
+	if (dynsh->sh_link >= e->shnum)
+		return -ENOEXEC;
+	str = &e->sh[dynsh->sh_link];
+	if (str->sh_size > MW_ELF_STRTAB_MAX)
+		return -EFBIG;
+	len = (size_t)str->sh_size;
+	ret = mw_elf_map_copy(e, str->sh_offset, len, (void **)&names);
+	if (ret)
+		return ret;
+	for (i = 0; i < n && !ret && !stop; i += m) {
+		m = n - i < CHUNK ? n - i : CHUNK;
+		ret = mw_elf_read(e, d, m * sizeof(*d),
+				  dynsh->sh_offset + i * sizeof(*d));
+		for (k = 0; !ret && !stop && k < m; k++) {
+			if (d[k].d_tag == DT_NULL) {
+				stop = 1;
+				break;
+			}
+			if (d[k].d_tag == DT_NEEDED && d[k].d_un.d_val < len)
+				stop = fn(names + d[k].d_un.d_val, arg);
+		}
+	}
+	mw_elf_unmap(names, len);
+	return ret;
+}
+
+int mwi_elf_needed(const char *path, int (*fn)(const char *name, void *arg),
+		   void *arg)
+{
+	struct mw_elf e;
+	size_t i;
+	int ret = open_elf(path, &e);
+
+	if (ret)
+		return ret;
+	for (i = 0, ret = -ENOENT; i < e.shnum; i++)
+		if (e.sh[i].sh_type == SHT_DYNAMIC) {
+			ret = needed_in(&e, &e.sh[i], fn, arg);
+			break;
+		}
+	done(&e);
+	return ret;
+}

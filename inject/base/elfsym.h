@@ -25,4 +25,10 @@ int mwi_elf_find_code(const char *path, const void *code, size_t len,
 int mwi_elf_reloc_slot(const char *path, const char *name, uint32_t type,
 		       uint64_t *vaddr);
 
+/* Calls @fn with each name of a DT_NEEDED entry of the ELF64 file at
+ * @path, in order, until it returns non-zero.  Returns 0, -ENOENT (no
+ * dynamic section: a static file), -ENOEXEC or -errno. */
+int mwi_elf_needed(const char *path, int (*fn)(const char *name, void *arg),
+		   void *arg);
+
 #endif

@@ -19,7 +19,8 @@
 	X(TARGET,   9, "the target faulted in the call")		\
 	X(SC_OK,    0, "--check-seccomp: safe")				\
 	X(SC_REFUSE, 10, "--check-seccomp: refuse")			\
-	X(SC_UNSURE, 11, "--check-seccomp: cannot be shown safe")
+	X(SC_UNSURE, 11, "--check-seccomp: cannot be shown safe")	\
+	X(LIBC,    12, "LIBRARY is built for another C library (glibc, musl)")
 
 #define MWI_EXIT_ENUM(name, n, what) EX_##name = n,
 enum { MWI_EXIT_CODES(MWI_EXIT_ENUM) };

@@ -38,6 +38,12 @@ struct mwi_maps {
  * process that exited), or -errno (-ENOMEM).  @m is cleared first. */
 int mwi_maps_read(pid_t pid, struct mwi_maps *m);
 
+/* 1 when @path, the libc of a process as maps names it (libc_path), is
+ * musl's by its name: its loader is its libc (ld-musl-ARCH.so.1, and
+ * Alpine's libc.musl-ARCH.so.1 links to it), or Debian's musl package's
+ * /usr/lib/ARCH-linux-musl/libc.so.  Context: any; no allocation. */
+int mwi_maps_libc_is_musl(const char *path);
+
 /* 1 when @pc is in one of m's unsafe ranges.  Context: any; no
  * allocation. */
 int mwi_maps_unsafe(const struct mwi_maps *m, uintptr_t pc);

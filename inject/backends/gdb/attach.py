@@ -289,7 +289,11 @@ def call(thread):
         c.close()
 
 
-gdb.execute('sharedlibrary libc.so', to_string=True)
+# libc's symbols (dlopen, dlsym): glibc's libc.so.6, or musl's, which is
+# its loader and which gdb names by the program's interpreter path
+# (/lib/ld-musl-ARCH.so.1; Alpine also has libc.musl-ARCH.so.1)
+for libc in ('libc.so', 'ld-musl-', 'libc.musl-'):
+    gdb.execute('sharedlibrary %s' % libc, to_string=True)
 chosen = None
 threads = gdb.selected_inferior().threads()
 for t in threads:
