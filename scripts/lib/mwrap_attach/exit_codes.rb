@@ -4,9 +4,9 @@
 # The exit codes of the commands, written here only.  The front ends
 # exit with them by name (MwrapAttach::EXIT, mwrap-report's EXIT_REPORT),
 # --help prints them (exit_codes_help), the man pages' EXIT STATUS
-# sections are written from them (scripts/man-exit-status, `make man`),
+# sections are written from them (dev/man-exit-status, `make man`),
 # and tests/test_exit_codes.py checks that all of these agree.
-# mwrap-inject's own codes live in inject/exitcodes.h (its man page is
+# mwrap-inject's own codes live in inject/base/exitcodes.h (its man page is
 # checked against `mwrap-inject --exit-codes`).
 module MwrapAttach
   # command => [[number, name, meaning], ...]; one code per failure class,

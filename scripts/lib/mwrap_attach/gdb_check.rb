@@ -32,7 +32,7 @@ module MwrapAttach
     # EVEX memcpy holds them: zmm16-31, ymm0-15, k1-k7): they must be
     # intact after.  Debian 12's gdb 13.1 writes the AVX-512 state back at
     # Intel's offsets after its own inferior calls, which the gdb backend
-    # no longer makes on x86-64 (inject/gdb/attach.py); the probe checks
+    # no longer makes on x86-64 (inject/backends/gdb/attach.py); the probe checks
     # that the calls as an attach makes them keep every register.  nil
     # when it passed.
     def self.vector_fault(injector, timeout)

@@ -16,7 +16,7 @@ module MwrapAttach
     end
 
     # mwrap-inject's exit codes by name (GONE, PERM, LOAD, ...), from
-    # `mwrap-inject --exit-codes`: inject/exitcodes.h is their one source.
+    # `mwrap-inject --exit-codes`: inject/base/exitcodes.h is their one source.
     def self.exit_codes
       @exit_codes ||= IO.popen([path, "--exit-codes"], &:read).lines.to_h do |l|
         name, number = l.split

@@ -3,7 +3,7 @@
 
 module MwrapAttach
   # /proc/PID/maps read as one view, as the injector reads it
-  # (inject/maps.c).  The kernel hands the file out a page per read(),
+  # (inject/process/maps.c).  The kernel hands the file out a page per read(),
   # looking at the memory map afresh each time: one pass over a process
   # that maps and unmaps memory all the time is no picture of any one
   # moment.  So whole passes are repeated until two agree; if TRIES never
