@@ -94,6 +94,7 @@ help:
 	@echo "make build      the same"
 	@echo "make setup      install the missing Debian packages (make deps), then make build"
 	@echo "make product    build only what is installed; installs no package (WERROR= : warnings not fatal)"
+	@echo "make build-musl libmwrap.so and mwrap-inject built with musl-gcc into build/musl/, for musl (Alpine) targets"
 	@echo "make deps       only install the Debian packages (scripts/install-deps)"
 	@echo "make deps-build only install the packages building the product needs (what make install installs)"
 	@echo "make man        rewrite the man pages' EXIT STATUS from scripts/lib/mwrap_attach/exit_codes.rb"
@@ -625,6 +626,92 @@ build/tests/test_libcmatch: tests/c/test_libcmatch.c $(LIBCMATCH_SRCS) \
 		$(if $(HAVE_MUSL_CC),$(MUSL_TARGETS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) -o $@ $< $(LIBCMATCH_SRCS) -ldl
+
+# make build-musl: libmwrap.so and mwrap-inject built with musl-gcc from
+# the same sources, into build/musl/ (lib/ with its liburcu, bin/), for
+# targets whose C library is musl (Alpine).  glibc-only calls are behind
+# common/libc.h.  Nothing else changes: the glibc build stays as it is.
+MUSL_BUILD = build/musl
+MUSL_LIB = $(MUSL_BUILD)/lib/libmwrap.so
+MUSL_INJECTOR = $(MUSL_BUILD)/bin/mwrap-inject
+# liburcu for musl, built once from its source (../shared/liburcu-src:
+# Debian's is built for glibc) and cached outside the tree; its stamp
+# (the tarball's and musl's checksums, the configure line) is checked
+# before every reuse, and a mismatch builds it again.
+URCU_VERSION = 0.13.2
+URCU_TARBALL = $(abspath $(CURDIR)/../shared/liburcu-src/userspace-rcu-$(URCU_VERSION).tar.xz)
+MUSL_CACHE = /var/cache/mwrap-attach/musl
+MUSL_URCU = $(MUSL_CACHE)/urcu-$(URCU_VERSION)-$(MW_ARCH)
+MUSL_LIBC = /lib/ld-musl-$(MW_ARCH).so.1
+MUSL_URCU_SOS = liburcu-cds.so.8 liburcu-bp.so.8 liburcu-common.so.8
+URCU_CONFIGURE = CC=$(MUSL_CC) CFLAGS='-O2 -g' ./configure --prefix=$(MUSL_URCU) \
+	--disable-static
+# The kernel's headers (linux/, asm/), which musl-gcc's include path
+# lacks (Alpine: linux-headers): Debian's, after musl's own.
+MUSL_KH = $(MUSL_BUILD)/include
+# TLS: musl refuses initial-exec TLS in a library loaded by dlopen, so
+# mw_tls is TLSDESC here (core/tls.h; on aarch64 the default dialect);
+# glibc's build keeps initial-exec, its hot path
+MUSL_TLS = $(if $(filter x86_64,$(MW_ARCH)),-mtls-dialect=gnu2)
+MUSL_CFLAGS = $(LIB_CFLAGS) -I$(MUSL_URCU)/include -idirafter $(MUSL_KH) $(MUSL_TLS)
+MUSL_LIB_OBJS = $(LIB_SRCS:preload/%.c=$(MUSL_BUILD)/preload/%.o) \
+	$(COMMON_SRCS:common/%.c=$(MUSL_BUILD)/common/%.o)
+
+.PHONY: build-musl
+build-musl:
+	@scripts/install-deps musl
+	@[ -r $(URCU_TARBALL) ] || { echo "make: $(URCU_TARBALL): missing" \
+		"(liburcu's source, for the musl build)" >&2; exit 1; }
+	@want="urcu $$(sha256sum < $(URCU_TARBALL) | cut -d' ' -f1)\
+		musl $$(sha256sum < $$(readlink -f $(MUSL_LIBC)) | cut -d' ' -f1)\
+		$(URCU_CONFIGURE)"; \
+	[ "$$(cat $(MUSL_URCU)/stamp 2>/dev/null)" = "$$want" ] || { \
+	echo "make: building liburcu $(URCU_VERSION) for musl into $(MUSL_URCU) (once)"; \
+	rm -rf $(MUSL_URCU) $(MUSL_URCU).src $(MUSL_BUILD)/lib && \
+	mkdir -p $(MUSL_URCU).src && \
+	tar -xJf $(URCU_TARBALL) -C $(MUSL_URCU).src --strip-components=1 && \
+	cd $(MUSL_URCU).src && { ./bootstrap && $(URCU_CONFIGURE) && \
+		$(MAKE) -j2 && $(MAKE) install; } >$(MUSL_URCU).log 2>&1 || { \
+		echo "make: liburcu's build failed: see $(MUSL_URCU).log" >&2; exit 1; }; \
+	rm -rf $(MUSL_URCU).src && echo "$$want" > $(MUSL_URCU)/stamp; }
+	@$(MAKE) --no-print-directory $(MUSL_LIB) $(MUSL_INJECTOR) $(MUSL_TARGETS)
+	@dev/check-imports $(MUSL_LIB)
+
+$(MUSL_KH):
+	@mkdir -p $@
+	ln -sfn /usr/include/linux $@/linux
+	ln -sfn /usr/include/asm-generic $@/asm-generic
+	ln -sfn /usr/include/$$($(CC) -print-multiarch)/asm $@/asm
+
+$(MUSL_BUILD)/preload/%.o: preload/%.c | $(MUSL_KH)
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(MUSL_CFLAGS) -c -o $@ $<
+
+$(MUSL_BUILD)/common/%.o: common/%.c | $(MUSL_KH)
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(MUSL_CFLAGS) -c -o $@ $<
+
+$(MUSL_BUILD)/preload/report/dump.o: VERSION
+
+# liburcu beside it, as the glibc build's: liburcu-cds and -bp, and
+# liburcu-common which both need, each with RUNPATH $$ORIGIN (not the
+# cache's path, which libtool wrote) so that they find each other there
+$(MUSL_LIB): $(MUSL_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(LDFLAGS) -shared -o $@ $(MUSL_LIB_OBJS) \
+		-L$(MUSL_URCU)/lib $(URCU_LIBS) \
+		-Wl,-soname,libmwrap.so -Wl,-rpath,'$$ORIGIN' \
+		-Wl,-z,nodelete -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined
+	@for so in $(MUSL_URCU_SOS); do \
+		cp -L $(MUSL_URCU)/lib/$$so $(@D)/ && \
+		patchelf --set-rpath '$$ORIGIN' $(@D)/$$so || exit 1; done
+
+$(MUSL_INJECTOR): $(INJECT_SRCS) $(INJECT_HDRS) inject/backends/gdb/attach.py | $(MUSL_KH)
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -std=gnu11 $(INJECT_CFLAGS) \
+		-idirafter $(MUSL_KH) -o $@ $(INJECT_SRCS)
+
+-include $(MUSL_LIB_OBJS:.o=.d)
 
 # (and the products where they were made before build/)
 clean:

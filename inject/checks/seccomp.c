@@ -22,6 +22,7 @@
 #include "checks/bpfeval.h"
 #include "checks/scprobe.h"
 #include "process/syscalls.h"
+#include "common/libc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -231,8 +232,8 @@ static const char *how(const struct mwi_sc_result *r, char *buf, size_t len)
 	if (r->action != MWI_SC_ERRNO)
 		snprintf(buf, len, "%s", action_name[r->action]);
 	else
-		snprintf(buf, len, "errno=%s", strerrorname_np(r->err) ?
-			 strerrorname_np(r->err) : "?");
+		snprintf(buf, len, "errno=%s", mw_strerrorname(r->err) ?
+			 mw_strerrorname(r->err) : "?");
 	return buf;
 }
 

@@ -162,7 +162,8 @@ int mwi_arch_set_call(struct mwi_thread *t, mwi_regs *r, uintptr_t fn,
 		      uintptr_t sp, uint64_t ret_addr, const uint64_t *args,
 		      int nargs)
 {
-	unsigned long long *argreg[6] = { &r->rdi, &r->rsi, &r->rdx, &r->rcx,
+	/* glibc's fields are unsigned long long, musl's unsigned long */
+	__typeof__(r->rdi) *argreg[6] = { &r->rdi, &r->rsi, &r->rdx, &r->rcx,
 					  &r->r8, &r->r9 };
 	int i;
 

@@ -4,6 +4,7 @@
 #include "process/maps.h"
 #include "base/leaves.h"
 #include "common/procmaps.h"
+#include "common/libc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -15,27 +16,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* musl's libc is its loader: ld-musl-ARCH.so.1, which Alpine's
- * libc.musl-ARCH.so.1 links to (maps names the file itself). */
-static int is_musl_name(const char *base)
-{
-	return strncmp(base, "ld-musl-", 8) == 0 ||
-	       strncmp(base, "libc.musl-", 10) == 0;
-}
-
+/* glibc's libc.so.6 (libc-2.31.so before 2.34), or musl's, which is its
+ * loader: ld-musl-ARCH.so.1 (Alpine's libc.musl-ARCH.so.1 links to it;
+ * maps names the file itself). */
 static int is_libc(const char *base)
 {
 	return strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0 ||
-	       is_musl_name(base);
+	       mw_libc_musl_path(base);
 }
 
 int mwi_maps_libc_is_musl(const char *path)
 {
-	const char *base = strrchr(path, '/');
-
-	/* Debian's musl packages: /usr/lib/ARCH-linux-musl/libc.so */
-	return is_musl_name(base ? base + 1 : path) ||
-	       strstr(path, "-linux-musl/") != NULL;
+	return mw_libc_musl_path(path);
 }
 
 static int is_unsafe_object(const char *base)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sigframe_x86_64.c - see sigframe_x86_64.h */
 #include "process/sigframe_x86_64.h"
+#include "common/libc.h"
 
 #include <cpuid.h>
 #include <signal.h>

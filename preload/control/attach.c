@@ -28,6 +28,7 @@
 #include "report/jitsyms.h"
 #include "report/rbjob.h"
 #include "report/symbolize.h"
+#include "common/libc.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -138,7 +139,7 @@ static void *helper_main(void *arg)
 	if (ret) {
 		/* before anything is hooked: the target runs on untouched */
 		mw_ctl_answer("error: cannot create the site table (a memory limit?): ",
-		       strerrordesc_np(-ret));
+		       mw_strerror(-ret));
 		goto fail;
 	}
 	mw_ruby_init();
@@ -162,7 +163,7 @@ static void *helper_main(void *arg)
 	ret = mw_urg_install(efd);
 	if (ret) {
 		mw_ctl_answer("error: cannot install the SIGURG handler: ",
-		       strerrordesc_np(-ret));
+		       mw_strerror(-ret));
 		goto fail;
 	}
 	mw_heap_init();

@@ -18,6 +18,7 @@
 #include "report/scan.h"
 #include "report/stats.h"
 #include "common/clock.h"
+#include "common/libc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -252,7 +253,7 @@ static void answer_gc(void)
 		return;
 	}
 	if (ret) {
-		mw_ctl_answer("error: gc: ", strerrordesc_np(-ret));
+		mw_ctl_answer("error: gc: ", mw_strerror(-ret));
 		return;
 	}
 	mw_out_init(&o, out_fd);
@@ -296,7 +297,7 @@ static int run_command(const char *text, size_t len)
 	case MW_CMD_DUMP:
 		ret = dump_to(cmd.path[0] ? cmd.path : dump_path, &cmd);
 		if (ret)
-			mw_ctl_answer("error: dump failed: ", strerrordesc_np(-ret));
+			mw_ctl_answer("error: dump failed: ", mw_strerror(-ret));
 		else
 			mw_ctl_answer("ok dump ", cmd.path[0] ? cmd.path : dump_path);
 		return 0;
@@ -324,7 +325,7 @@ static int run_command(const char *text, size_t len)
 		else if (ret == -ETIMEDOUT)
 			answer_rbjob_timeout("objects");
 		else if (ret)
-			mw_ctl_answer("error: objects: ", strerrordesc_np(-ret));
+			mw_ctl_answer("error: objects: ", mw_strerror(-ret));
 		else
 			mw_ctl_answer("ok objects ", cmd.path);
 		return 0;
@@ -406,7 +407,7 @@ int mw_ctl_open(const struct mw_options *o)
 	out_fd = fd;
 	fd = mw_rundir_create(&rundir, "ctl", O_RDWR);
 	if (fd < 0) {
-		mw_ctl_answer("error: cannot create control file: ", strerrordesc_np(-fd));
+		mw_ctl_answer("error: cannot create control file: ", mw_strerror(-fd));
 		return fd;
 	}
 	ctl_fd = fd;

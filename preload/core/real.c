@@ -2,6 +2,7 @@
 /* real.c - see real.h */
 #define _GNU_SOURCE
 #include "core/real.h"
+#include "common/libc.h"
 
 #include <dlfcn.h>
 #include <malloc.h>

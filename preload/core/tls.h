@@ -2,8 +2,9 @@
 /* tls.h - the per-thread state every hook reads, and whether hooks
  * record at all.
  *
- * Initial-exec TLS, kept tiny: a library dlopen'ed late gets its static
- * TLS from a surplus of a few hundred bytes.  Each field belongs to one
+ * Initial-exec TLS on glibc (MW_TLS_MODEL, common/libc.h; TLSDESC on
+ * musl), kept tiny: a library dlopen'ed late gets its static TLS from a
+ * surplus of a few hundred bytes.  Each field belongs to one
  * module, which alone gives it meaning; the others only read it as
  * their comment says.  Only the owning thread touches its own copy, so
  * no field needs atomics.
@@ -12,6 +13,8 @@
 #define MW_TLS_H
 
 #include <stdint.h>
+
+#include "common/libc.h"
 
 /* Ours alone, never another object's: direct addressing, no GOT. */
 #pragma GCC visibility push(hidden)
@@ -40,7 +43,7 @@ struct mw_tls {
 	 * life), NULL until first needed */
 	int *errnop;
 };
-extern __thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
+extern __thread struct mw_tls mw_tls MW_TLS_MODEL;
 
 /* Hooks record while this is 1.  Written by mw_track_enable/disable
  * only (release stores); hooks read it relaxed, a hook that misses a

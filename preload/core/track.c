@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <time.h>
 
-__thread struct mw_tls mw_tls __attribute__((tls_model("initial-exec")));
+__thread struct mw_tls mw_tls MW_TLS_MODEL;
 /* Atomic: stored by mw_track_enable/disable, read relaxed by hooks. */
 int mw_enabled;
 /* Plain: written by mw_track_enable before the release store of

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "report/allocator.h"
 #include "core/real.h"
+#include "common/libc.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
@@ -77,6 +78,8 @@ void mw_allocator_detect(void)
 		/* "gperftools 2.10" */
 		v = v && strchr(v, ' ') ? strchr(v, ' ') + 1 : "";
 		set_name("tcmalloc ", v);
+	} else if (mw_libc_musl_path(info.dli_fname)) {
+		set_name("musl", NULL);	/* mallocng; no mallinfo */
 	} else if (strncmp(base, "libc.so", 7) == 0) {
 		glibc = 1;
 		set_name("glibc", NULL);

@@ -16,6 +16,7 @@
 #include "core/track.h"
 #include "hook/rbheap.h"
 #include "common/clock.h"
+#include "common/libc.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -95,7 +96,7 @@ static void header_text(struct mw_out *o)
  * the untracked part. */
 void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live, bool with_malloc)
 {
-	struct mallinfo2 mi;
+	struct mw_mallinfo mi;
 
 	mw_out_str(o, "\"pid\":");
 	mw_out_u64(o, (uint64_t)getpid(), 0);
@@ -103,12 +104,13 @@ void mw_dump_memory_fields(struct mw_out *o, uint64_t tracked_live, bool with_ma
 	mw_out_json_u64(o, "tracked_live_bytes", tracked_live);
 	mw_out_str(o, ",\"allocator\":");
 	mw_out_json_str(o, mw_allocator_name());
-	if (!with_malloc || !mw_allocator_is_glibc())
-		return;	/* glibc's mallinfo2 says nothing of another heap */
-	mi = mallinfo2();
-	mw_out_json_u64(o, "malloc_arena_bytes", mi.arena + mi.hblkhd);
-	mw_out_json_u64(o, "malloc_in_use_bytes", mi.uordblks + mi.hblkhd);
-	mw_out_json_u64(o, "malloc_free_bytes", mi.fordblks);
+	/* glibc's mallinfo2 says nothing of another heap, and where there
+	 * is none (musl) the fields are left out, never zero */
+	if (!with_malloc || !mw_allocator_is_glibc() || mw_mallinfo(&mi))
+		return;
+	mw_out_json_u64(o, "malloc_arena_bytes", mi.arena_bytes);
+	mw_out_json_u64(o, "malloc_in_use_bytes", mi.in_use_bytes);
+	mw_out_json_u64(o, "malloc_free_bytes", mi.free_bytes);
 }
 
 /* @with_malloc false: without malloc's view (a window's --top samples,

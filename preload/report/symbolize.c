@@ -5,6 +5,7 @@
 #include "base/elfsyms.h"
 #include "base/spin.h"
 #include "core/jit.h"
+#include "common/libc.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -392,16 +393,16 @@ static struct object *object_of_locked(uintptr_t addr, struct found *tmp)
  * nearest symbol below, which need not cover it. */
 static const char *dladdr_function(uintptr_t addr, uint64_t *off)
 {
-	const ElfW(Sym) *sym = NULL;
 	uintptr_t start;
 	Dl_info info;
+	size_t size;
 
-	if (!dladdr1((void *)addr, &info, (void **)&sym, RTLD_DL_SYMENT) ||
-	    !info.dli_sname || !info.dli_saddr || !sym)
+	if (!mw_dladdr_size((void *)addr, &info, &size) ||
+	    !info.dli_sname || !info.dli_saddr)
 		return NULL;
 	start = (uintptr_t)info.dli_saddr;
-	if (addr < start ||
-	    (sym->st_size ? addr - start >= sym->st_size : addr != start))
+	/* without a size (musl), only the symbol's own address is sure */
+	if (addr < start || (size ? addr - start >= size : addr != start))
 		return NULL;
 	*off = addr - start;
 	return info.dli_sname;
