@@ -168,8 +168,9 @@ module MwrapHtml
   end
 
   # One <td>: data-v holds the value the script sorts by, the text what
-  # a person reads, the title what the text leaves out.
-  def self.td(key, v, callers = nil)
+  # a person reads, the title what the text leaves out; UNDER: lines
+  # under a location (callers_html, sources_html).
+  def self.td(key, v, under = "")
     if v.nil? then "<td data-v=\"\"></td>"
     elsif BYTES.include?(key)
       "<td data-v=\"#{v}\" title=\"#{grouped(v)} bytes\">#{h(MwrapReport.human(v))}</td>"
@@ -177,7 +178,7 @@ module MwrapHtml
     elsif key == "share" then "<td data-v=\"#{v}\">#{format('%.1f', v)}%</td>"
     elsif key == "location"
       # <wbr>: a long path may wrap after any of its slashes
-      "<td class=\"loc\" data-v=\"#{h(v)}\" title=\"#{h(v)}\">#{h(v).gsub('/', '/<wbr>')}#{callers_html(callers)}</td>"
+      "<td class=\"loc\" data-v=\"#{h(v)}\" title=\"#{h(v)}\">#{h(v).gsub('/', '/<wbr>')}#{under}</td>"
     else "<td data-v=\"#{h(v)}\">#{h(v)}</td>"
     end
   end
@@ -192,17 +193,53 @@ module MwrapHtml
     items.join
   end
 
+  # Where a merged DUMP's ROW comes from (MwrapReport.sources_words),
+  # under its location, each source's figures on hover; "" elsewhere.
+  def self.sources_html(dump, row, held)
+    words = MwrapReport.sources_words(dump, row, held)
+    return "" unless words
+
+    title = MwrapReport.source_split(dump, row, held)[0].map { |n, b| "#{n}: #{grouped(b)} bytes" }.join("\n")
+    "<div class=\"sources\" title=\"#{h(title)}\">#{h(words)}</div>"
+  end
+
+  # A merged DUMP's sources (MwrapReport.merge of DUMPS), one row each:
+  # its name, pid and host, window, tracked live and held bytes, and the
+  # line holding most; "" for one dump.
+  def self.sources(dump, dumps)
+    names = Array(dump.header["sources"])
+    return "" if names.size < 2 || dumps.nil?
+
+    html = +"<h2>Sources</h2>\n<table id=\"sources\"><thead><tr>"
+    %w[source pid host window live_bytes held_bytes holds_most].each { |c| html << "<th>#{c}</th>" }
+    html << "</tr></thead><tbody>"
+    names.zip(dumps).each do |src, d|
+      held = MwrapReport.held?(d)
+      first = MwrapReport.app_rows(d).first || MwrapReport.select(d.sites, sort: MwrapReport.default_sort(d)).first
+      html << "<tr><td class=\"loc\">#{h(src['name'])}</td><td>#{h(src['pid'])}</td><td>#{h(src['host'])}</td>"
+      html << "<td>#{d.header['seconds'] ? format('%.1f s', d.header['seconds'].to_f) : ''}</td>"
+      html << td("live_bytes", d.sites.sum { |s| s[:live].to_i })
+      html << td("held_bytes", held ? d.sites.sum { |s| s[:held].to_i } : nil)
+      html << td("location", first && first[:location])
+      html << "</tr>"
+    end
+    html << "</tbody></table>"
+  end
+
   # live_total: all sites' live bytes, what the share column divides by;
   # series: the window's, for the growth column (of what each site
   # holds, with held).
-  def self.table(sites, columns = COLUMNS, live_total: sites.sum { |s| s[:live] || 0 }, series: nil, held: false)
+  # dump: a merged one, for each row's sources.
+  def self.table(sites, columns = COLUMNS, live_total: sites.sum { |s| s[:live] || 0 }, series: nil, held: false,
+                 dump: nil)
     html = +"<table id=\"sites\"><thead><tr>"
     columns.each { |id, label| html << "<th data-col=\"#{id}\"><a href=\"#sort=#{id}\">#{label}</a></th>" }
     html << "</tr></thead><tbody>"
     sites.each do |s|
       html << "<tr>"
       columns.each do |_, key|
-        html << (key == "growth" ? growth_td(series&.trend_for(s, held: held)) : td(key, cell(s, key, live_total), s[:callers]))
+        under = key == "location" ? callers_html(s[:callers]) + (dump ? sources_html(dump, s, held) : "") : ""
+        html << (key == "growth" ? growth_td(series&.trend_for(s, held: held)) : td(key, cell(s, key, live_total), under))
       end
       html << "</tr>"
     end
@@ -234,7 +271,8 @@ module MwrapHtml
       words = under.map do |w, l, sh|
         "<div class=\"caller\">#{w} #{h(MwrapReport.caller_words(l, sh)).gsub('/', '/<wbr>')}</div>"
       end
-      html << "<td class=\"loc\" title=\"#{h(r[:location])}\">#{h(r[:location]).gsub('/', '/<wbr>')}#{words.join}</td></tr>"
+      html << "<td class=\"loc\" title=\"#{h(r[:location])}\">#{h(r[:location]).gsub('/', '/<wbr>')}" \
+              "#{sources_html(dump, r, held)}#{words.join}</td></tr>"
     end
     html << "</tbody></table>"
   end
@@ -271,13 +309,14 @@ module MwrapHtml
   JS
 
   # FOCUS: --focus's prefix (which frames are the application's in the
-  # flame graph), nil for the default (outside the library).
-  def self.page(dump, sites, window: nil, focus: nil)
+  # flame graph), nil for the default (outside the library).  DUMPS: a
+  # merged DUMP's sources, for their table.
+  def self.page(dump, sites, window: nil, focus: nil, dumps: nil)
     series = dump.series unless dump.series&.empty?
     head = MwrapReport.header_lines(dump.header, window: window, series: series)
     jit = MwrapReport.jit_line(dump)
     head += [jit] if jit
-    head << MwrapReport.held_line(dump) if dump.header.key?("held_gc_count")
+    head += MwrapReport.held_lines(dump)
     growth = growth_chart(series, sites)
     growth = "<h2>Growth over the window</h2>\n#{growth}" unless growth.empty?
     flame = MwrapFlameHtml.section(dump, focus: focus)
@@ -287,7 +326,7 @@ module MwrapHtml
     head += MwrapReport.scan_text(dump).lines.map(&:chomp) if dump.scan
     <<~HTML
       <!DOCTYPE html>
-      <html><head><meta charset="utf-8"><title>mwrap report: pid #{h(dump.header['pid'])}</title>
+      <html><head><meta charset="utf-8"><title>mwrap report: #{h(MwrapReport.title_of(dump))}</title>
       <style>
       body{font-family:sans-serif;margin:1.5em;color:#222}
       table{border-collapse:collapse;margin-top:1em}
@@ -299,11 +338,12 @@ module MwrapHtml
       th.sorted a::after{content:" \\25BC"}
       th.sorted[aria-sort=ascending] a::after{content:" \\25B2"}
       .head{font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere}
-      .caller{color:#555;font-size:90%;padding-left:1.5em}
+      .caller,.sources{color:#555;font-size:90%;padding-left:1.5em}
       #{MwrapFlameHtml::STYLE.chomp}
       </style></head><body data-rank="#{MwrapReport.default_sort(dump)}">
       <h1>mwrap report</h1>
       <div class="head">#{head.map { |l| h(l) }.join("\n")}</div>
+      #{sources(dump, dumps)}
       #{apps(dump, focus: focus)}
       #{growth}
       #{flame}
@@ -311,7 +351,7 @@ module MwrapHtml
       #{chart(sites)}
       <h2>Sites</h2>
       #{table(sites, columns(dump), live_total: dump.sites.sum { |s| s[:live] || 0 }, series: series,
-              held: MwrapReport.held?(dump))}
+              held: MwrapReport.held?(dump), dump: dump)}
       <script>#{SCRIPT}</script>
       </body></html>
     HTML

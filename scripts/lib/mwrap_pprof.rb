@@ -125,9 +125,10 @@ module MwrapPprof
       id
     end
 
-    # location_ids: the leaf first
-    def sample(location_ids, values)
-      @body << Wire.bytes(2, Wire.packed(1, location_ids) + Wire.packed(2, values))
+    # location_ids: the leaf first; labels: [[key, value]] (strings)
+    def sample(location_ids, values, labels = [])
+      tags = labels.map { |k, v| Wire.bytes(3, Wire.int(1, str(k)) + Wire.int(2, str(v))) }.join
+      @body << Wire.bytes(2, Wire.packed(1, location_ids) + Wire.packed(2, values) + tags)
     end
 
     # HELD: a sixth sample type, held_space (live bytes that lived
@@ -161,6 +162,10 @@ module MwrapPprof
         comments << str("sampled: one allocation per ~#{header['sample_bytes']} bytes, scaled")
       end
       comments << str("mwrap-attach pid #{header['pid']}") if header["pid"]
+      if header["sources"]
+        comments << str("merged from #{header['sources'].size} #{header['sources_noun'] || 'sources'}: " \
+                        "#{header['sources'].map { |s| s['name'] }.join(', ')} (label #{SOURCE_LABEL})")
+      end
       comments << str(MwrapReport.exit_line(header)) if header["exited_after_seconds"]
       tail = Wire.int(10, (header["seconds"].to_f * 1e9).to_i) +
              Wire.bytes(11, Wire.int(1, str("space")) + Wire.int(2, str("bytes"))) +
@@ -170,16 +175,27 @@ module MwrapPprof
     end
   end
 
-  # The gzip'd profile of @dump's @sites (MwrapReport site hashes).
+  # A merged dump's samples carry their source's name under this label
+  # (`pprof -tags`, -tagfocus=source=NAME).
+  SOURCE_LABEL = "source"
+
+  # The gzip'd profile of @dump's @sites (MwrapReport site hashes).  In
+  # a merged dump (MwrapReport.merge) each site or stack is one sample
+  # per source, of that source's figures, labelled with its name: pprof
+  # sums them by location (-top) and splits them by label (-tags).
   def self.profile(dump, sites)
     b = Builder.new(dump.mappings)
     held = MwrapReport.held?(dump)
+    merged = Array(dump.header["sources"]).size > 1
     sites.each do |s|
-      live = s[:live] || 0
       frames = s[:stack] && !s[:stack].empty? ? s[:stack] : [s[:location]]
-      values = [s[:allocations], s[:total], s[:live_count] || 0, live]
-      values << s[:held].to_i if held
-      b.sample(frames.map { |f| b.location_of(f) }, values)
+      ids = frames.map { |f| b.location_of(f) }
+      parts = merged && s[:sources] ? s[:sources].sort.map { |n, pt| [pt, [[SOURCE_LABEL, n]]] } : [[s, []]]
+      parts.each do |pt, labels|
+        values = [pt[:allocations].to_i, pt[:total].to_i, pt[:live_count].to_i, pt[:live].to_i]
+        values << pt[:held].to_i if held
+        b.sample(ids, values, labels)
+      end
     end
     io = StringIO.new(+"".b)
     gz = Zlib::GzipWriter.new(io)

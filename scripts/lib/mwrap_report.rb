@@ -36,6 +36,8 @@ module MwrapReport
     lines.first.start_with?("{") ? parse_json(lines, name) : parse_columns(lines, name)
   end
 
+  # Dumps appended to one file (MWRAP=dump_path:, kill -URG's DIR/dump)
+  # are read as the last of them, as parse_columns reads its sites.
   def self.parse_json(lines, name)
     dump = Dump.new(header: {}, sites: [])
     lines.each_with_index do |l, i|
@@ -43,7 +45,7 @@ module MwrapReport
       raise ArgumentError, "#{name}:#{i + 1}: not an object" unless obj.is_a?(Hash)
 
       case obj["type"]
-      when "header" then dump.header = obj
+      when "header" then dump = Dump.new(header: obj, sites: [])
       when "site" then dump.sites << site_from_json(obj, name, i + 1)
       when "stack" then (dump.stacks ||= []) << site_from_json(obj, name, i + 1)
       when "scan" then dump.scan = obj
@@ -251,6 +253,7 @@ module MwrapReport
                                                 reaches: Hash.new(0.0), callers: Hash.new(0.0), parts: Hash.new(0.0) }
       r[:live] += live
       r[:held] += kept
+      add_sources(r, s, f)
       r[:reaches][inner] += kept if i.positive?
       outer = frames[(i + 1)..].find { |f| sc.app?(f) }
       r[:callers][frame_location(outer)] += kept if outer
@@ -265,6 +268,7 @@ module MwrapReport
       r[:callers] = r[:callers].size > 1 ? shares(r[:callers]) : []
       r[:live] = r[:live].round
       r[:held] = held ? r[:held].round : nil
+      r[:sources]&.each_value { |pt| pt.transform_values!(&:round) }
     end
     rank_apps(dump, rows.values, held)
   end
@@ -286,7 +290,7 @@ module MwrapReport
       e = est[site[:location]]
       next unless e[:live].positive?
 
-      out[site[:location]] = SCALED.to_h { |k| [k, e[k].positive? ? site[k].to_f / e[k] : 1.0] }
+      out[site[:location]] = factors(site, e)
     end
   end
 
@@ -295,7 +299,15 @@ module MwrapReport
   def self.scaled(s, factors)
     return s unless factors
 
-    s.merge(SCALED.to_h { |k| [k, s[k] && (s[k] * factors[k]).round] })
+    out = s.merge(SCALED.to_h { |k| [k, s[k] && (s[k] * factors[k]).round] })
+    out[:sources] = s[:sources].transform_values { |pt| pt.to_h { |k, v| [k, (v * factors[k]).round] } } if s[:sources]
+    out
+  end
+
+  # { figure => factor }: SITE's exact figures over EST's (a Hash of the
+  # SCALED figures its stacks estimate); 1 where EST has none.
+  def self.factors(site, est)
+    SCALED.to_h { |k| [k, est[k].positive? ? site[k].to_f / est[k] : 1.0] }
   end
 
   # {location => bytes} as [[location, share], ...], heaviest first.
@@ -376,8 +388,7 @@ module MwrapReport
       stack = group == "stack" && s[:stack] ? frames : nil
       m = rows[key] ||= { location: name, max_lifespan: nil, stack: stack, parts: Hash.new(0) }
       m[:stack] = m[:stack].zip(stack).map { |a, b| merge_labels(a, b) } if stack && m[:stack] != stack
-      SUMMED.each { |k| m[k] = (m[k] || 0) + s[k] unless s[k].nil? }
-      m[:max_lifespan] = [m[:max_lifespan], s[:max_lifespan]].compact.max
+      add_record(m, s)
       line = frame_location(frames_of(s).first)
       line_live[line] += s[:live].to_i
       m[:parts][line] += s[:live].to_i
@@ -614,7 +625,7 @@ module MwrapReport
     series = dump.series unless dump.series&.empty?
     held = held?(dump)
     out = +"mwrap report: #{header_lines(dump.header, window: window, series: series).join("\n")}\n"
-    out << "#{held_line(dump)}\n" if dump.header.key?("held_gc_count")
+    held_lines(dump).each { |l| out << "#{l}\n" }
     jit = jit_line(dump)
     out << "#{jit}\n" if jit
     out << objects_text(dump.objects) if dump.objects
@@ -638,6 +649,8 @@ module MwrapReport
       growth = series ? format("  %-22s", MwrapGrowth.words(series.trend_for(s, held: held), method(:human))) : ""
       out << format("%14s%s %6s %10s%s %14d %11d %11s %13s%s  %s\n", num(s[:live]), kept, share, num(s[:live_count]),
                     unref, s[:total], s[:allocations], num(s[:frees]), mean, growth, s[:location])
+      from = sources_words(dump, s, held)
+      out << "#{' ' * 20}#{from}\n" if from
       # --group=stack: the callers, under the row
       Array(s[:stack]).drop(1).each { |f| out << "#{' ' * 20}from #{f}\n" }
       Array(s[:callers]).first(CALLERS_SHOWN).each do |loc, share|
@@ -664,6 +677,23 @@ module MwrapReport
            "debug symbols are installed (Debian: its -dbgsym package from the debian-debug " \
            "archive, e.g. libruby3.1-dbgsym; find-dbgsym-packages PID lists them)",
            bins.first(3).map { |b| File.basename(b) }.join(", "))
+  end
+
+  # What the report says of held bytes: held_line where the dump has
+  # them; in a merge, which sources have none (the rows rank by live
+  # bytes), or where no GC ran.
+  def self.held_lines(dump)
+    h = dump.header
+    out = []
+    out << held_line(dump) if h.key?("held_gc_count")
+    if h["held_none"]
+      out << "  (no GC ran in the window of #{h['held_none'].join(', ')}: what it holds counts as in flight)"
+    end
+    if h["held_missing"]
+      why = h["held_missing"].map { |m| "#{m['source']}: #{m['why']}" }.join("; ")
+      out << "rows rank by live bytes: not every source splits held from in flight (#{why})"
+    end
+    out
   end
 
   # What held means, and how much of the tracked bytes it is; or why
@@ -708,6 +738,8 @@ module MwrapReport
       flight = held ? human([r[:live] - r[:held], 0].max) : ""
       out << format("%14s %14s  %-22s  %s\n", human(rank_bytes(r, held)), flight,
                     series ? MwrapGrowth.words(r[:trend], method(:human)) : "", r[:location])
+      from = sources_words(dump, r, held)
+      out << "#{' ' * 20}#{from}\n" if from
       r[:reaches].first(CALLERS_SHOWN).each { |l, sh| out << "#{' ' * 20}allocating in #{caller_words(l, sh)}\n" }
       r[:callers].first(CALLERS_SHOWN).each { |l, sh| out << "#{' ' * 20}called from #{caller_words(l, sh)}\n" }
     end
@@ -811,7 +843,24 @@ module MwrapReport
       "growth_bytes_per_s" => tr && tr[:slope].round(1), "growth" => tr && tr[:state],
       "growth_stderr_bytes_per_s" => tr && tr[:stderr]&.round(1),
       "stack" => s[:stack],
-      "callers" => s[:callers]&.map { |loc, sh| { "location" => loc, "share" => sh.round(4) } } }.compact
+      "callers" => s[:callers]&.map { |loc, sh| { "location" => loc, "share" => sh.round(4) } },
+      "sources" => sources_json(s, held) }.compact
+  end
+
+  # A merged record's parts, each source's figures (as a site record
+  # names them) and its share of the record's held bytes with HELD
+  # (where it holds any), else of its live bytes; the heaviest first.
+  # nil for a record of one dump.
+  def self.sources_json(s, held)
+    return nil unless s[:sources]
+
+    key = held && s[:held].to_i.positive? ? :held : :live
+    sum = s[:sources].values.sum { |pt| pt[key].to_f }
+    s[:sources].sort_by { |n, pt| [-pt[key].to_f, n] }.map do |n, pt|
+      { "source" => n, "live_bytes" => pt[:live], "held_bytes" => pt[:held], "total_bytes" => pt[:total],
+        "allocations" => pt[:allocations], "live_count" => pt[:live_count],
+        "share" => sum.positive? ? (pt[key].to_f / sum).round(4) : nil }.compact
+    end
   end
 
   SUMMED = %i[total allocations frees freed live live_count age_total held scanned unref unref_count].freeze
@@ -822,44 +871,178 @@ module MwrapReport
     out = {}
     records.each do |s|
       m = out[yield(s)] ||= { location: s[:location], max_lifespan: nil, stack: s[:stack] }
-      SUMMED.each { |k| m[k] = (m[k] || 0) + s[k] unless s[k].nil? }
-      m[:max_lifespan] = [m[:max_lifespan], s[:max_lifespan]].compact.max
+      add_record(m, s)
     end
     out.values
   end
 
-  # One process of a merged report as a "process" record: its pid, its
-  # header and its sites, ranked, each with its growth.
-  def self.process_record(dump)
-    series = dump.series unless dump.series&.empty?
-    sites = select(dump.sites, sort: default_sort(dump))
-    { "type" => "process", "pid" => dump.header["pid"], "header" => dump.header,
-      "sites" => sites.map { |s| record("site", s, series, held: held?(dump)).except("type") } }
+  # Adds record S's figures to ROW's (SUMMED; the largest max_lifespan;
+  # each source's part).
+  def self.add_record(row, s)
+    SUMMED.each { |k| row[k] = (row[k] || 0) + s[k] unless s[k].nil? }
+    row[:max_lifespan] = [row[:max_lifespan], s[:max_lifespan]].compact.max
+    add_sources(row, s)
   end
 
-  # Many processes' dumps as one (a master's workers): sites summed by
-  # location, stacks by their frames, growth series sample by sample,
-  # header figures summed, pids listed.
-  def self.merge(dumps)
-    sites = sum_by(dumps.flat_map(&:sites)) { |s| s[:stack] ? s[:stack].join("\n") : s[:location] }
-    stacks = dumps.flat_map { |d| d.stacks || [] }
+  # One source of a merged report (a process, a file) as a "process"
+  # record: its pid, its name (NAME, when it is not its pid), its header
+  # and its sites, ranked, each with its growth.
+  def self.process_record(dump, name = nil)
+    series = dump.series unless dump.series&.empty?
+    sites = select(dump.sites, sort: default_sort(dump))
+    { "type" => "process", "pid" => dump.header["pid"], "source" => name, "header" => dump.header,
+      "sites" => sites.map { |s| record("site", s, series, held: held?(dump)).except("type") } }.compact
+  end
+
+  # --- merged reports: many sources as one -------------------------------
+
+  # Many dumps as one: a master's workers (--children-of, -p A,B) or
+  # files from many hosts (mwrap-report --merge), each a source: SOURCES
+  # names them ({"name" => ..., and what else says which it is: pid,
+  # host, file}), NOUN says what they are ("processes", "sources").
+  # Sites are summed by location, stacks by their frames, growth series
+  # sample by sample (only where every source has one: a --dump has
+  # none), header figures summed, pids listed; every record keeps each
+  # source's part of its figures (:sources, by name; merged_stacks).
+  # Held bytes stay the ranking where every source can split them (not
+  # taken at exit, not without the split); otherwise the header's
+  # held_missing names the sources without and why, and rows rank by
+  # live bytes.  held_none names sources where no GC ran (they hold
+  # nothing yet).
+  def self.merge(dumps, sources: dumps.map { |d| { "name" => d.header["pid"].to_s, "pid" => d.header["pid"] } },
+                 noun: "processes")
+    names = sources.map { |src| src["name"] }
+    tagged_sites = dumps.zip(names).flat_map { |d, n| d.sites.map { |s| tagged(s, n) } }
+    sites = sum_by(tagged_sites) { |s| s[:stack] ? s[:stack].join("\n") : s[:location] }
     series = dumps.map(&:series).compact.reject(&:empty?)
-    header = { "pid" => dumps.map { |d| d.header["pid"] }.join(",") }
+    header = { "pid" => dumps.map { |d| d.header["pid"] }.join(","), "sources" => sources, "sources_noun" => noun }
     %w[rss_bytes malloc_in_use_bytes malloc_free_bytes malloc_arena_bytes tracked_live_bytes
        unknown_frees unknown_freed_bytes net_change_bytes].each do |k|
       header[k] = dumps.sum { |d| d.header[k].to_i } if dumps.all? { |d| d.header[k] }
     end
-    %w[age_unit sample_bytes stack_sample_bytes seconds].each { |k| header[k] = dumps.first&.header&.dig(k) }
-    # each process's own threshold made its held bytes: the largest said
-    %w[held_gc_count held_min_age held_window_gcs].each do |k|
-      header[k] = dumps.map { |d| d.header[k] }.max if dumps.all? { |d| d.header[k] }
-    end
+    %w[age_unit stack_sample_bytes].each { |k| header[k] = dumps.first&.header&.dig(k) }
+    # the longest window; sampled figures where any source sampled
+    %w[seconds sample_bytes].each { |k| header[k] = dumps.filter_map { |d| d.header[k] }.max }
+    header.merge!(merged_held(dumps, names))
     %w[library_dirs app_dirs].each { |k| header[k] = dumps.flat_map { |d| Array(d.header[k]) }.uniq }
     mappings = dumps.flat_map { |d| Array(d.mappings) }.uniq { |m| [m["path"], m["build_id"], m["start"]] }
-    Dump.new(header: header.compact, sites: sites,
-             stacks: stacks.empty? ? nil : sum_by(stacks) { |s| s[:stack].join("\n") },
-             series: series.empty? ? nil : MwrapGrowth::Series.merge(series),
+    Dump.new(header: header.compact, sites: sites, stacks: merged_stacks(dumps, names),
+             series: series.empty? || series.size < dumps.size ? nil : MwrapGrowth::Series.merge(series),
              mappings: mappings.empty? ? nil : mappings)
+  end
+
+  # Why DUMP does not split its live bytes into held and in flight, or
+  # nil when it does.
+  def self.held_missing(dump)
+    return "taken as the process exited" if dump.header["at_exit"]
+    return "no held bytes in it (no Ruby, or a dump --top answer)" unless dump.header.key?("held_gc_count")
+
+    nil
+  end
+
+  # The header fields of a merge of DUMPS (sources NAMES) that say how
+  # its held bytes were counted: each source's own threshold made its
+  # held bytes (the largest said), or which sources have none.
+  def self.merged_held(dumps, names)
+    missing = dumps.zip(names).filter_map { |d, n| (why = held_missing(d)) && { "source" => n, "why" => why } }
+    return {} if missing.size == dumps.size
+    return { "held_missing" => missing } unless missing.empty?
+
+    out = %w[held_gc_count held_min_age held_window_gcs].to_h { |k| [k, dumps.map { |d| d.header[k] }.compact.max] }
+    none = dumps.zip(names).reject { |d, _| d.sites.any? { |s| s[:held].to_i.positive? } }.map(&:last)
+    out["held_none"] = none unless none.empty? || none.size == dumps.size
+    out
+  end
+
+  # Record S as source NAME's alone (its part is all of it).
+  def self.tagged(s, name)
+    s.merge(sources: { name => s.slice(*SCALED).compact })
+  end
+
+  # Adds record S's parts to ROW's, each figure times FACTORS' (or 1).
+  def self.add_sources(row, s, factors = nil)
+    s[:sources]&.each do |name, part|
+      mine = (row[:sources] ||= {})[name] ||= {}
+      part.each { |k, v| mine[k] = (mine[k] || 0) + v * (factors ? factors[k] : 1) }
+    end
+  end
+
+  # The stack records of a merge of DUMPS (sources NAMES), or nil: each
+  # source's scaled to its own lines' exact figures, so that its part of
+  # a row is its own bytes.  A line a source has bytes on but sampled no
+  # stack of, where others did, takes their stacks in their ratio, scaled
+  # to its bytes there (a fleet runs one application: its callers split
+  # alike), tagged as its own; so the merged stacks of each line sum to
+  # its merged bytes, source by source.
+  def self.merged_stacks(dumps, names)
+    own = dumps.map do |d|
+      f = exact_factors(d)
+      Array(d.stacks).map { |s| scaled(s, f[frame_location(s[:stack].first)]) }
+    end
+    return nil if own.all?(&:empty?)
+
+    by_line = own.flatten.group_by { |s| frame_location(s[:stack].first) }
+    out = []
+    dumps.each_with_index do |d, i|
+      out.concat(own[i].map { |s| tagged(s, names[i]) })
+      mine = own[i].to_h { |s| [frame_location(s[:stack].first), true] }
+      d.sites.each do |site|
+        others = by_line[site[:location]]
+        next if site[:stack] || mine[site[:location]] || others.nil? || site[:live].to_i.zero?
+
+        est = SCALED.to_h { |k| [k, others.sum { |s| s[k].to_i }] }
+        f = factors(site, est)
+        out.concat(others.map { |s| tagged(scaled(s, f), names[i]) })
+      end
+    end
+    sum_by(out) { |s| s[:stack].join("\n") }
+  end
+
+  # How many sources a row's line names.
+  SOURCES_SHOWN = 3
+
+  # Where ROW's bytes (held with HELD, else live) come from in merged
+  # DUMP: "in 2 of 3 sources: a.json 28.5 MiB (75%), b.json 9.5 MiB
+  # (25%)", the heaviest first; a row that holds nothing, its bytes in
+  # flight ("in flight in 2 of 3 ..."); nil for a row of one dump.
+  def self.sources_words(dump, row, held)
+    parts, flight = source_split(dump, row, held)
+    return nil unless parts
+
+    sum = parts.sum(&:last)
+    words = parts.first(SOURCES_SHOWN).map { |n, b| format("%s %s (%.0f%%)", n, human(b), 100.0 * b / sum) }
+    rest = parts.drop(SOURCES_SHOWN).sum(&:last)
+    words << format("%d more %s (%.0f%%)", parts.size - SOURCES_SHOWN, human(rest), 100.0 * rest / sum) if
+      parts.size > SOURCES_SHOWN
+    format("%sin %d of %d %s: %s", flight, parts.size, dump.header["sources"].size,
+           dump.header["sources_noun"] || "sources", words.join(", "))
+  end
+
+  # ROW's parts in merged DUMP (source_parts) and what they are: held
+  # bytes with HELD, else live, and where the row holds nothing its live
+  # bytes ("in flight "); nil for a row of one dump, or of no bytes.
+  def self.source_split(dump, row, held)
+    return nil if Array(dump.header["sources"]).size < 2 || !row[:sources]
+
+    parts = source_parts(row, held)
+    parts, what = source_parts(row, false), "in flight " if parts.empty? && held
+    parts.empty? ? nil : [parts, what]
+  end
+
+  # What a report's title names: the pid, or a merge's sources.
+  def self.title_of(dump)
+    names = Array(dump.header["sources"]).map { |s| s["name"] }
+    return "pid #{dump.header['pid']}" if names.size < 2
+
+    "merged view of #{names.size} #{dump.header['sources_noun'] || 'sources'}: #{names.join(', ')}"
+  end
+
+  # ROW's parts as [[source, bytes]], the heaviest first, those with
+  # none left out: held bytes with HELD, else live.
+  def self.source_parts(row, held)
+    key = held ? :held : :live
+    Array(row[:sources]).map { |n, pt| [n, pt[key].to_f.round] }.select { |_, b| b.positive? }
+                        .sort_by { |n, b| [-b, n] }
   end
 
   # Growth per site between two dumps (like tracemalloc's compare_to):

@@ -15,6 +15,8 @@
 #     Heavy" view then draws the allocating lines on its top row;
 #   "live bytes by stack, outermost frame first": the stacks as recorded.
 # A dump without stacks gives one-frame stacks: the sites.
+# A merged dump (MwrapReport.merge) adds one profile per source, rooted
+# at the allocation, of that source's part of each stack.
 # A frame is one line ("path:line in a, b": its methods' names listed),
 # with its file and line; a native site is a frame of its own name.
 require "json"
@@ -69,23 +71,32 @@ module MwrapSpeedscope
     # what the report ranks by: held bytes where the dump has them
     held = MwrapReport.held?(dump)
     what = held ? "held" : "live"
+    names = Array(dump.header["sources"]).map { |src| src["name"] }
+    names = [] if names.size < 2
+    by_source = names.to_h { |n| [n, []] }
     records.each do |s|
       live = held ? s[:held].to_i : (s[:live] || s[:total]).to_i # mwrap's three columns: totals stand in
       next unless live.positive?
 
       stack = MwrapReport.frames_of(s)
       # speedscope lists a sample's frames from its root to its leaf
-      alloc << [MwrapFlame.alloc_path(stack, scope).first.map { |f| frames[f] }, live]
+      path = MwrapFlame.alloc_path(stack, scope).first.map { |f| frames[f] }
+      alloc << [path, live]
       outer << [stack.reverse.map { |f| frames[f] }, live]
+      s[:sources]&.each do |n, pt|
+        b = pt[held ? :held : :live].to_i
+        by_source[n] << [path, b] if b.positive? && by_source[n]
+      end
     end
     pid = dump.header["pid"]
+    per_source = by_source.map { |n, stacks| profile("#{what} bytes in #{n}, rooted at the allocation", stacks) }
     JSON.generate(
       "$schema" => SCHEMA, "exporter" => "mwrap-attach",
-      "name" => name || "mwrap #{what} bytes#{", pid #{pid}" if pid}",
+      "name" => name || "mwrap #{what} bytes#{", #{MwrapReport.title_of(dump)}" if pid}",
       "activeProfileIndex" => 0,
       "shared" => { "frames" => frames.to_a },
       "profiles" => [profile("#{what} bytes, rooted at the allocation", alloc),
-                     profile("#{what} bytes by stack, outermost frame first", outer)]
+                     profile("#{what} bytes by stack, outermost frame first", outer)] + per_source
     ) + "\n"
   end
 
