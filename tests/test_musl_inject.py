@@ -16,7 +16,7 @@ import shutil
 
 import pytest
 
-from conftest import (INJECT, LIB, ROOT, our_files, proc_stat, ptrace_allowed,
+from conftest import (ATTACH, INJECT, LIB, ROOT, our_files, proc_stat, ptrace_allowed,
                       run, start_ready, tracer_of)
 
 pytestmark = [
@@ -86,3 +86,22 @@ def test_glibc_library_into_musl_target_says_so_in_one_line(spawn, tmp, layout, 
     t.expect("leaked 1")
     rc, rest, err = t.finish()
     assert rc == 0 and rest == ["bye 100500"], (rc, rest, err)
+
+
+@needs_musl_target
+@pytest.mark.parametrize("layout", ["debian", "alpine"])
+def test_mwrap_attach_gives_the_cause_and_what_to_do(spawn, tmp, layout):
+    """The front end passes the injector's cause on as the library's
+    failure (8), without the permissions hint of an unreadable file."""
+    t = start_cleak(spawn, tmp, layout)
+    p = run([ATTACH, "-p", str(t.pid), "-d", "1"])
+    assert p.returncode == 8, (p.returncode, p.stderr)
+    lines = p.stderr.splitlines()
+    assert lines[0].startswith(f"mwrap-attach: process {t.pid} runs on musl libc ("), lines
+    assert "is built for glibc" in lines[0] and "readable by uid" not in p.stderr
+    assert any("the musl build" in l for l in lines[1:]), lines
+    assert tracer_of(t.pid) == 0 and our_files(t.pid) == []
+    t.send("leak 1 500")
+    t.expect("leaked 1")
+    rc, _, _ = t.finish()
+    assert rc == 0

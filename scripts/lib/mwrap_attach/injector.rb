@@ -71,6 +71,11 @@ module MwrapAttach
       when "LOAD", "SYMBOL"
         fail!(EXIT[:library], "the target could not load the library: #{reason}",
               "check that #{lib} and liburcu are readable by uid #{target.uid}")
+      when "LIBC"
+        # the injector's line names both C libraries and the build to use
+        fail!(EXIT[:library], reason.sub(/\Amwrap-inject: /, ""),
+              "mwrap-attach cannot yet stage the musl build itself: its attach " \
+              "is for glibc targets (docs/ruby-versions.md, musl)")
       else
         fail!(EXIT[:inject], "injection failed: #{reason}", "retry with -v for the transcript")
       end
