@@ -921,6 +921,8 @@ module MwrapReport
       header[k] = dumps.sum { |d| d.header[k].to_i } if dumps.all? { |d| d.header[k] }
     end
     %w[age_unit stack_sample_bytes].each { |k| header[k] = dumps.first&.header&.dig(k) }
+    alloc = dumps.map { |d| d.header["allocator"] }.uniq
+    header["allocator"] = alloc.first if alloc.size == 1
     # the longest window; sampled figures where any source sampled
     %w[seconds sample_bytes].each { |k| header[k] = dumps.filter_map { |d| d.header[k] }.max }
     header.merge!(merged_held(dumps, names))
