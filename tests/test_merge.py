@@ -164,6 +164,17 @@ def test_a_source_without_held_bytes_ranks_all_by_live_and_says_which():
 
 
 @pytest.mark.fast
+def test_dumps_all_taken_at_exit_rank_by_live_and_say_so(tmp):
+    other = tmp / "web-4.json"
+    shutil.copy(EXIT, other)
+    p = report("--merge", EXIT, str(other))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[3] == (
+        "rows rank by live bytes: no source splits held from in flight "
+        "(merge_exit.json: taken as the process exited; web-4.json: taken as the process exited)")
+
+
+@pytest.mark.fast
 def test_json_carries_each_sites_sources_and_each_sources_table():
     p = report("--merge", "--format", "json", A, B)
     assert p.returncode == 0, p.stderr

@@ -691,7 +691,8 @@ module MwrapReport
     end
     if h["held_missing"]
       why = h["held_missing"].map { |m| "#{m['source']}: #{m['why']}" }.join("; ")
-      out << "rows rank by live bytes: not every source splits held from in flight (#{why})"
+      which = h["held_missing"].size == Array(h["sources"]).size ? "no source splits" : "not every source splits"
+      out << "rows rank by live bytes: #{which} held from in flight (#{why})"
     end
     out
   end
@@ -944,10 +945,11 @@ module MwrapReport
 
   # The header fields of a merge of DUMPS (sources NAMES) that say how
   # its held bytes were counted: each source's own threshold made its
-  # held bytes (the largest said), or which sources have none.
+  # held bytes (the largest said), or which sources have none (nothing
+  # where none could: no Ruby anywhere).
   def self.merged_held(dumps, names)
     missing = dumps.zip(names).filter_map { |d, n| (why = held_missing(d)) && { "source" => n, "why" => why } }
-    return {} if missing.size == dumps.size
+    return {} if dumps.none? { |d| d.header.key?("held_gc_count") }
     return { "held_missing" => missing } unless missing.empty?
 
     out = %w[held_gc_count held_min_age held_window_gcs].to_h { |k| [k, dumps.map { |d| d.header[k] }.compact.max] }
