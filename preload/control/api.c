@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "mwrap.h"
 #include "control/attach.h"
+#include "base/export.h"
 #include "core/live.h"
 #include "core/sites.h"
 #include "core/stacks.h"
@@ -16,8 +17,6 @@
 
 #include <errno.h>
 #include <string.h>
-
-#define EXPORT __attribute__((visibility("default")))
 
 EXPORT int mw_dump_fd(int fd, uint64_t min, int format)
 {

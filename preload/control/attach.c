@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "control/attach.h"
+#include "base/export.h"
 #include "base/options.h"
 #include "control/ctl_server.h"
 #include "control/fork.h"
@@ -38,8 +39,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-#define EXPORT __attribute__((visibility("default")))
 
 /* Attach state.  `attached` is set by mw_attach and cleared by the
  * helper when it has undone everything; the rest is owned by the helper

@@ -2,8 +2,9 @@
 /* rbpos.h - optional Ruby awareness: the source location of the current
  * allocation, when the calling thread may ask Ruby for it.
  *
- * Every symbol is looked up with dlsym at start-up; in a process without
- * libruby all of this reports "no location" and costs one branch.
+ * Every symbol is looked up with dlsym at start-up (rbabi.h); in a
+ * process without libruby all of this reports "no location" and costs
+ * one branch.  The whole stack, for --stacks: rbstack.h.
  */
 #ifndef MW_RBPOS_H
 #define MW_RBPOS_H
@@ -38,7 +39,8 @@ struct mw_ruby_pos {
 	uintptr_t pc, iseq;
 };
 
-/* mw_ruby_pos's work, in a process running Ruby. */
+/* mw_ruby_pos's work, in a process running Ruby.  Context: as
+ * mw_ruby_pos. */
 int mw_ruby_pos_present(struct mw_ruby_pos *pos);
 
 /* Returns 1 and fills @pos when the calling thread holds the GVL, has
@@ -69,55 +71,6 @@ int mw_ruby_pos_code(const struct mw_ruby_pos *pos, uintptr_t *code,
  * and is named by its own file).  Context: hook-safe; never allocates. */
 int mw_ruby_pos_location(struct mw_ruby_pos *pos, const char **path,
 			 int *line);
-
-/* The calling thread's Ruby frames, innermost first, as Ruby's profiling
- * API (rb_profile_frames, what stackprof reads from a signal handler)
- * gives them: each frame's object (an iseq or a method entry: valid, and
- * naming the same code, until the next GC) and its line.  Frames without
- * a line (C methods) are left out. */
-#define MW_RUBY_STACK_MAX 64
-struct mw_ruby_stack {
-	int n;
-	int line[MW_RUBY_STACK_MAX];
-	uintptr_t frame[MW_RUBY_STACK_MAX];
-};
-
-/* Fills @st with at most @max (<= MW_RUBY_STACK_MAX) frames; returns
- * st->n, 0 when Ruby gives none (or its profiling API is missing).
- * Context: hook-safe, right after mw_ruby_pos returned 1 on this thread
- * (it holds the GVL); never allocates. */
-int mw_ruby_stack(struct mw_ruby_stack *st, int max);
-
-/* --stacks: the calling thread's frames as a key for a cache in front of
- * mw_ruby_stack, read from Ruby's frames by us (no line computed):
- * @hash mixes, innermost first, each frame's pc, iseq and code epoch
- * (codeepoch.h), the kind of each C frame between them, and whether the
- * innermost runs JIT code, over at least every frame mw_ruby_stack(max)
- * asks Ruby for; so while the code the pcs lie in lives, equal hashes
- * are equal stacks.  @frame holds the positions of the Ruby frames
- * walked, whose code buffers a cached answer depends on (filled by
- * mw_ruby_walk_frames only). */
-struct mw_ruby_walk {
-	uint64_t hash;
-	int n;
-	struct mw_ruby_pos frame[2 * MW_RUBY_STACK_MAX];
-};
-
-/* Sets @w->hash for the stack mw_ruby_stack(st, @max) would read;
- * returns 1, or 0 when this Ruby's frames are not known to us (then only
- * mw_ruby_stack answers).  Context: as mw_ruby_stack. */
-int mw_ruby_walk(struct mw_ruby_walk *w, int max);
-
-/* mw_ruby_walk, also filling @w->frame and @w->n.  Context: as
- * mw_ruby_stack. */
-int mw_ruby_walk_frames(struct mw_ruby_walk *w, int max);
-
-/* The path and the label (the method's or block's name, NULL when Ruby
- * has none) of a frame just returned by mw_ruby_stack: strings owned by
- * Ruby, valid until the next GC compaction (copy them).  Returns 1, or 0
- * when the frame has no path.  Context: as mw_ruby_stack. */
-int mw_ruby_frame_names(uintptr_t frame, const char **path,
-			const char **label);
 
 /* How Ruby allocations find their position: "read" (we read Ruby's
  * frames: positions and stacks are cached by pc), "asked" (Ruby is asked

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rbpos_arch.h - where Ruby 3.2+ keeps ruby_current_ec, read from
- * libruby's compiled code: the part of rbpos.c that depends on the CPU,
+ * libruby's compiled code: the part of rbabi.c that depends on the CPU,
  * one file per architecture (rbpos_x86_64.c, rbpos_aarch64.c; the
  * Makefile builds the compiler's). */
 #ifndef MW_RBPOS_ARCH_H
@@ -18,9 +18,9 @@ struct tls_index {
  * in the code at @fn (rb_profile_frames, which reads only the EC) names
  * it: 1 with *ti filled in (module non-zero), or 0 when none is found
  * (*ti unchanged): the caller then does without (rbpos.c's slower path).
- * Context: rbpos.c's init only, on a thread of the process, never in a
- * hook (aarch64: it may run the TLS descriptor's resolver, which may
- * allocate this thread's block of the module). */
+ * Context: rbabi.c's lookup (mw_ruby_init) only, on a thread of the
+ * process, never in a hook (aarch64: it may run the TLS descriptor's
+ * resolver, which may allocate this thread's block of the module). */
 int mw_rbpos_ec_from_code(const unsigned char *fn, struct tls_index *ti);
 
 #endif

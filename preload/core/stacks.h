@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "core/rbpos.h"
+#include "core/rbstack.h"
 #include "core/sample.h"
 #include "core/sites.h"
 

@@ -35,7 +35,7 @@ struct mw_tls {
 	uint64_t rng;
 	/* counts.h: 1 + this thread's counter stripe, 0 until numbered */
 	unsigned stripe;
-	/* rbpos.c: where this thread's ruby_current_ec lives (Ruby's TLS
+	/* rbabi.h: where this thread's ruby_current_ec lives (Ruby's TLS
 	 * variable: its address is fixed for the thread's life), NULL
 	 * until first asked */
 	void **ruby_ec;

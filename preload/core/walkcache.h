@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "core/rbpos.h"
+#include "core/rbstack.h"
 #include "core/sites.h"
 
 /* Ours alone, never another object's: direct addressing, no GOT. */

@@ -7,6 +7,7 @@
  * raised, keeping errno as the real function left it.
  */
 #define _GNU_SOURCE
+#include "base/export.h"
 #include "core/hooklist.h"
 #include "core/real.h"
 #include "core/sample.h"
@@ -17,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
 #define CALLER() \
 	((uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0)))
 #define unlikely(x) __builtin_expect(!!(x), 0)

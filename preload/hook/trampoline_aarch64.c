@@ -7,9 +7,9 @@
  * rt_sigreturn on that frame, which restores the thread (x1 and x8, used
  * here, included), whether or not the injector is still alive.
  */
+#include "base/export.h"
 #include "inject_abi.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define STR_(x) #x
 #define STR(x) STR_(x)
 

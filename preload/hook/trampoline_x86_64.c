@@ -11,9 +11,9 @@
  * meanwhile (even by SIGKILL), the thread restores itself from the
  * frame and carries on as if nothing had happened.
  */
+#include "base/export.h"
 #include "inject_abi.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
