@@ -8,6 +8,7 @@ line the report names (the application's lines come first, ranked by
 what they hold), the render line below it, and the JSON line's row in
 the site table names it as its caller; no request fails and both
 workers live on."""
+import itertools
 import os
 import re
 import subprocess
@@ -78,8 +79,10 @@ def test_the_controller_is_named_without_flags(puma):
     assert first_source_line(out) == f"{CONTROLLER}:{leak}", out
     lines = out.splitlines()
     first = next(i for i, l in enumerate(lines) if l.endswith(f"{CONTROLLER}:{leak}"))
-    # the JSON line it allocates in, under it
-    assert re.search(r"allocating in /\S+/json/common\.rb:\d+ \(", lines[first + 1]), lines[first + 1]
+    # under it: which workers hold it, and the JSON line it allocates in
+    under = list(itertools.takewhile(lambda l: l.startswith(" " * 20), lines[first + 1:]))
+    assert any(re.search(r"allocating in /\S+/json/common\.rb:\d+ \(", l) for l in under), under
+    assert any(re.match(r" +in [12] of 2 processes: ", l) for l in under), under
     rendered = [i for i, l in enumerate(lines) if f"{CONTROLLER}:{render}" in l]
     assert all(i > first for i in rendered), out
     # the site table: the JSON line's row names the controller as a caller
