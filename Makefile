@@ -639,8 +639,12 @@ MUSL_INJECTOR = $(MUSL_BUILD)/bin/mwrap-inject
 # (the tarball's and musl's checksums, the configure line) is checked
 # before every reuse, and a mismatch builds it again.
 URCU_VERSION = 0.13.2
-URCU_TARBALL = $(abspath $(CURDIR)/../shared/liburcu-src/userspace-rcu-$(URCU_VERSION).tar.xz)
 MUSL_CACHE = /var/cache/mwrap-attach/musl
+# the source beside the tree, else the copy the cache keeps of it (a
+# clone elsewhere, e.g. CI's)
+URCU_TARBALL_NAME = userspace-rcu-$(URCU_VERSION).tar.xz
+URCU_TARBALL = $(firstword $(wildcard $(abspath $(CURDIR)/../shared/liburcu-src/$(URCU_TARBALL_NAME)) \
+	$(MUSL_CACHE)/$(URCU_TARBALL_NAME)) $(MUSL_CACHE)/$(URCU_TARBALL_NAME))
 MUSL_URCU = $(MUSL_CACHE)/urcu-$(URCU_VERSION)-$(MW_ARCH)
 MUSL_LIBC = /lib/ld-musl-$(MW_ARCH).so.1
 MUSL_URCU_SOS = liburcu-cds.so.8 liburcu-bp.so.8 liburcu-common.so.8
@@ -674,6 +678,7 @@ build-musl:
 		$(MAKE) -j2 && $(MAKE) install; } >$(MUSL_URCU).log 2>&1 || { \
 		echo "make: liburcu's build failed: see $(MUSL_URCU).log" >&2; exit 1; }; \
 	rm -rf $(MUSL_URCU).src && echo "$$want" > $(MUSL_URCU)/stamp; }
+	@[ -e $(MUSL_CACHE)/$(URCU_TARBALL_NAME) ] || cp $(URCU_TARBALL) $(MUSL_CACHE)/
 	@$(MAKE) --no-print-directory $(MUSL_LIB) $(MUSL_INJECTOR) $(MUSL_TARGETS)
 	@dev/check-imports $(MUSL_LIB)
 
