@@ -6,7 +6,7 @@ import pytest
 
 from lib.attach import (RUNTIME_DIR, attach, attach_during, during_window,  # noqa: F401
                         helper_answered, inject, inject_result, is_attached,
-                        runtime_dir)
+                        runtime_dir, wait_injector)
 from lib.dumps import DUMP_LINE, parse_dump, parse_json_dump  # noqa: F401
 from lib.flame import (FLAME_FRAMES, FLAME_ROW, FLAME_WIDTH, by_location,  # noqa: F401
                        check_flame_rooted_at, chromium, flame_frames, with_vars)

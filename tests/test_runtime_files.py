@@ -16,7 +16,7 @@ import pytest
 
 from conftest import (ATTACH, ROOT, attach, helper_answered, is_attached,
                       private_tmp, ptrace_allowed, run, runtime_dir,
-                      skip_unless_gdb_works, start_leak)
+                      skip_unless_gdb_works, start_leak, wait_injector)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -39,28 +39,6 @@ def wait_detached(pid, bound=LEASE_BOUND, settle=3.0):
             return gone - start
         time.sleep(0.25)
     return None
-
-
-def wait_injector(front, target, timeout=30):
-    """Waits until the front end runs mwrap-inject; False after timeout.
-    True too once TARGET's helper is up: a poll starved on a loaded
-    machine can miss a short injection (the Ctrl-C then comes just
-    after it, which the lease must handle all the same)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if helper_answered(target):
-            return True
-        try:
-            with open(f"/proc/{front}/task/{front}/children") as f:
-                kids = f.read().split()
-            for k in kids:
-                with open(f"/proc/{k}/comm") as f:
-                    if f.read().strip() == "mwrap-inject":
-                        return True
-        except OSError:
-            pass
-        time.sleep(0.002)
-    return False
 
 
 def leak_reported(t, line, args=()):
@@ -173,7 +151,11 @@ def test_front_end_death_mid_window_detaches_the_target(spawn, sig, n):
                                                           signal.SIG_DFL))
     try:
         if sig == "INT-early":
-            assert wait_injector(p.pid, t.pid), "mwrap-inject never ran"
+            # True too once the target's helper is up: a poll starved on a loaded
+            # machine can miss a short injection (the Ctrl-C then comes just
+            # after it, which the lease must handle all the same)
+            assert wait_injector(p.pid, 30, lambda: helper_answered(t.pid)), \
+                "mwrap-inject never ran"
             time.sleep(random.uniform(0, 0.02))
             os.killpg(p.pid, signal.SIGINT)
         else:

@@ -55,6 +55,26 @@ def helper_answered(pid):
         return False
 
 
+def wait_injector(front, timeout, or_else=lambda: False):
+    """Waits until FRONT (an mwrap-attach) runs mwrap-inject, or OR_ELSE()
+    holds: True, or False after TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if or_else():
+            return True
+        try:
+            with open(f"/proc/{front}/task/{front}/children") as f:
+                kids = f.read().split()
+            for k in kids:
+                with open(f"/proc/{k}/comm") as f:
+                    if f.read().strip() == "mwrap-inject":
+                        return True
+        except OSError:
+            pass
+        time.sleep(0.001)
+    return False
+
+
 def attach(args, timeout=60):
     return run([ATTACH] + args, timeout=timeout)
 

@@ -16,30 +16,13 @@ import time
 
 import pytest
 
-from conftest import ATTACH, attach, is_attached, ptrace_allowed, scaled, start_leak
+from conftest import (ATTACH, attach, is_attached, ptrace_allowed, scaled, start_leak,
+                      wait_injector)
 
 REPEAT = int(os.environ.get("MWRAP_SAFETY_REPEAT", "2"))
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
 INTERRUPTED = 17
-
-
-def injector_running(front, timeout):
-    """Waits until FRONT (an mwrap-attach) runs mwrap-inject: True, or
-    False after TIMEOUT seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{front}/task/{front}/children") as f:
-                kids = f.read().split()
-            for k in kids:
-                with open(f"/proc/{k}/comm") as f:
-                    if f.read().strip() == "mwrap-inject":
-                        return True
-        except OSError:
-            pass
-        time.sleep(0.001)
-    return False
 
 
 def test_ctrl_c_at_random_moments_then_attach_again(spawn):
@@ -50,7 +33,7 @@ def test_ctrl_c_at_random_moments_then_attach_again(spawn):
         if k % 2:
             # during the injection itself, where it once cut the
             # injector short ("injection failed: ") and left a window
-            assert injector_running(p.pid, scaled(30)), "no injection seen"
+            assert wait_injector(p.pid, scaled(30)), "no injection seen"
         else:
             time.sleep(scaled(0.15) + random.uniform(0, 0.6))
         os.killpg(p.pid, signal.SIGINT)      # as a terminal's Ctrl-C does
