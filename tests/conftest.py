@@ -11,7 +11,8 @@ from lib.dumps import DUMP_LINE, parse_dump, parse_json_dump  # noqa: F401
 from lib.flame import (FLAME_FRAMES, FLAME_ROW, FLAME_WIDTH, by_location,  # noqa: F401
                        check_flame_rooted_at, chromium, flame_frames, with_vars)
 from lib.paths import (ATTACH, INJECT, LEAK_RB, LIB, MWRAP, ROOT,  # noqa: F401
-                       RUBY_API_DIRS, RUBY_API_I, RUBY_API_PATH, TARGETS)
+                       RUBY_API_DIRS, RUBY_API_I, RUBY_API_PATH, TARGETS,
+                       private_tree)
 from lib.probes import (CHROMIUM, gc_line_bytes, gdb_unusable, needs_ptrace,  # noqa: F401
                         ptrace_allowed, ruby_lacks, ruby_version,
                         skip_unless_gdb_works)

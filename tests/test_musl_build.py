@@ -4,12 +4,12 @@ liburcu) in a musl process: tests/targets/cleak.c built with musl-gcc,
 which leaks at leak_here() and frees what churn_here() allocates.
 
 Preloaded under musl's loader, its exit dump names leak_here.  Attached
-by hand, as the front end will once it picks the build by the target's
-C library: the library and its liburcu copied into a directory of their
+by hand: the library and its liburcu copied into a directory of their
 own (staged), loaded by mwrap-inject (either build's: the injector
 does not care which C library the target has) with either backend, a
 dump asked through the control file, then detach; the target runs on
-with its blocks intact.  Each in Debian's layout (libc is
+with its blocks intact.  Attached by mwrap-attach, which picks the musl
+build by the target's maps.  Each in Debian's layout (libc is
 /usr/lib/ARCH-linux-musl/libc.so) and Alpine's (libc is the loader's
 own file, ld-musl-ARCH.so.1).  Skipped without musl-gcc or the build."""
 import glob
@@ -20,8 +20,9 @@ import time
 
 import pytest
 
-from conftest import (INJECT, ROOT, parse_json_dump, ptrace_allowed, run,
-                      runtime_dir, scaled, start_ready, tracer_of)
+from conftest import (ATTACH, INJECT, MWRAP, ROOT, during_window, helper_answered, parse_json_dump,
+                      ptrace_allowed, run, runtime_dir, scaled, skip_unless_gdb_works,
+                      start_ready, tracer_of)
 
 MUSL = os.path.join(ROOT, "build", "musl")
 MUSL_LIB = os.path.join(MUSL, "lib", "libmwrap.so")
@@ -55,12 +56,18 @@ def mine(sites, function):
     return found[0]
 
 
+@pytest.mark.parametrize("how", ["LD_PRELOAD", "mwrap"])
 @pytest.mark.parametrize("layout", ["debian", "alpine"])
-def test_preload_names_the_leaking_function(spawn, tmp, layout):
+def test_preload_names_the_leaking_function(spawn, tmp, layout, how):
+    """By hand, or by `mwrap`, which picks the musl build by the
+    program's ELF interpreter (or by its name: the loader run as one)."""
     dump = tmp / "exit.json"
-    t, _ = start_ready(spawn, cleak_argv(tmp, layout),
-                       env={"LD_PRELOAD": MUSL_LIB,
-                            "MWRAP": f"dump_path:{dump},dump_format:json"})
+    env = {"MWRAP": f"dump_path:{dump},dump_format:json"}
+    if how == "LD_PRELOAD":
+        t, _ = start_ready(spawn, cleak_argv(tmp, layout), env={**env, "LD_PRELOAD": MUSL_LIB})
+    else:
+        t, _ = start_ready(spawn, [MWRAP, *cleak_argv(tmp, layout)], env=env)
+        assert MUSL_LIB in open(f"/proc/{t.pid}/maps").read()
     t.send("leak 1000 4096")
     t.expect("leaked 1000")
     t.send("churn 2000")
@@ -134,6 +141,10 @@ def test_attach_by_hand_names_the_leak_and_detaches(spawn, tmp, layout, backend,
     # descriptor of it goes at detach
     _, rundir = runtime_dir(t.pid)
     assert rundir, "no runtime directory"
+    # the helper thread answers on its own, after mw_attach returned
+    deadline = time.monotonic() + scaled(10)
+    while not helper_answered(t.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
     with open(f"{rundir}/out") as f:
         assert f.read().startswith("ok attached"), "no attach answer"
 
@@ -160,3 +171,36 @@ def test_attach_by_hand_names_the_leak_and_detaches(spawn, tmp, layout, backend,
     t.expect("leaked 1")
     rc, rest, err = t.finish()
     assert rc == 0 and rest == [f"bye {100 * 1000 + 500 * 4096 + 500}"], (rc, rest, err)
+
+
+@needs_ptrace
+@pytest.mark.parametrize("backend", ["ptrace", "gdb"])
+@pytest.mark.parametrize("layout", ["debian", "alpine"])
+def test_mwrap_attach_loads_the_musl_build(spawn, tmp, layout, backend):
+    """The front end (on glibc's Ruby) loads build/musl/lib/libmwrap.so
+    into a musl target, names its leak first and detaches."""
+    if backend == "gdb":
+        skip_unless_gdb_works()
+    t, _ = start_ready(spawn, cleak_argv(tmp, layout))
+    out = tmp / "report.json"
+
+    def act():
+        t.send("leak 500 4096")
+        t.expect("leaked 500")
+        t.send("churn 1000")
+        t.expect("churned")
+    rc, _, err = during_window([ATTACH, "-p", str(t.pid), "-d", "2", f"--backend={backend}",
+                                "--format=json", "-o", str(out)], t.pid, act)
+    assert rc == 0, err
+    header, sites = parse_json_dump(out.read_text())
+    assert header["allocator"] == "musl"
+    leak = mine(sites, "leak_here")
+    assert leak["allocations"] == 500 and leak["live_bytes"] == 4096 * 500
+    first = json.loads(out.read_text().splitlines()[1])
+    assert "/cleak(leak_here+0x" in first["location"]
+    assert MUSL_LIB in open(f"/proc/{t.pid}/maps").read()
+    assert tracer_of(t.pid) == 0
+    t.send("leak 1 500")
+    t.expect("leaked 1")
+    rc, rest, err = t.finish()
+    assert rc == 0 and rest == [f"bye {500 * 4096 + 500}"], (rc, rest, err)

@@ -16,7 +16,7 @@ import shutil
 
 import pytest
 
-from conftest import (ATTACH, INJECT, LIB, ROOT, our_files, proc_stat, ptrace_allowed,
+from conftest import (INJECT, LIB, ROOT, our_files, private_tree, proc_stat, ptrace_allowed,
                       run, start_ready, tracer_of)
 
 pytestmark = [
@@ -91,10 +91,12 @@ def test_glibc_library_into_musl_target_says_so_in_one_line(spawn, tmp, layout, 
 @needs_musl_target
 @pytest.mark.parametrize("layout", ["debian", "alpine"])
 def test_mwrap_attach_gives_the_cause_and_what_to_do(spawn, tmp, layout):
-    """The front end passes the injector's cause on as the library's
-    failure (8), without the permissions hint of an unreadable file."""
+    """A tree without the musl build: the front end passes the
+    injector's cause on as the library's failure (8), without the
+    permissions hint of an unreadable file."""
     t = start_cleak(spawn, tmp, layout)
-    p = run([ATTACH, "-p", str(t.pid), "-d", "1"])
+    attach, _ = private_tree(tmp)
+    p = run([attach, "-p", str(t.pid), "-d", "1"])
     assert p.returncode == 8, (p.returncode, p.stderr)
     lines = p.stderr.splitlines()
     assert lines[0].startswith(f"mwrap-attach: process {t.pid} runs on musl libc ("), lines
@@ -105,3 +107,15 @@ def test_mwrap_attach_gives_the_cause_and_what_to_do(spawn, tmp, layout):
     t.expect("leaked 1")
     rc, _, _ = t.finish()
     assert rc == 0
+
+
+@needs_musl_target
+def test_mwrap_without_the_musl_build_says_what_to_build(tmp):
+    """mwrap of a musl program from a tree without the musl build: 127
+    (the program does not start) and what to build."""
+    attach, _ = private_tree(tmp)
+    p = run([os.path.join(os.path.dirname(attach), "mwrap"), CLEAK])
+    assert p.returncode == 127, (p.returncode, p.stderr)
+    assert p.stderr.splitlines()[-1] == \
+        f"mwrap: run 'make build-musl' in the source tree: {CLEAK} runs on musl libc", p.stderr
+    assert p.stdout == ""

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, INJECT, LEAK_RB, ROOT, is_attached, ptrace_allowed, run, runtime_dir,
+from conftest import (ATTACH, LEAK_RB, is_attached, private_tree, ptrace_allowed, run, runtime_dir,
                       scaled, start_leak)
 
 needs_ptrace = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -201,18 +201,6 @@ def detached_state(pid):
     return {"tasks": len(os.listdir(f"/proc/{pid}/task")), "runtime_dir": runtime_dir(pid, 0)[0],
             "attached": is_attached(pid), "slots": slot_owners(pid),
             "maps": sorted((p, e - s) for s, e, _, p in mappings(pid) if p.startswith("/"))}
-
-
-def private_tree(tmp):
-    """A copy of our scripts and build products under TMP, where no
-    rebuild replaces the library under a test: (its mwrap-attach, its
-    libmwrap.so)."""
-    tree = tmp / "tree"
-    shutil.copytree(os.path.join(ROOT, "scripts"), tree / "scripts", symlinks=True)
-    shutil.copytree(os.path.join(ROOT, "build", "lib"), tree / "build" / "lib")
-    (tree / "build" / "bin").mkdir()
-    shutil.copy2(INJECT, tree / "build" / "bin")
-    return str(tree / "scripts" / "mwrap-attach"), tree / "build" / "lib" / "libmwrap.so"
 
 
 def http_get(url, method="GET", path=None):

@@ -112,7 +112,7 @@ module MwrapAttach
     # gdb's call of strlen("mwrap") into process PID, as an attach makes
     # its calls: nil when it answered 5, else what went wrong.
     def self.gdb_call(injector, pid, timeout)
-      libc = Maps.paths(pid).find { |f| f.include?("/libc.so") }
+      libc, = Maps.libc(pid)
       return "no libc in the probe's process" unless libc
 
       out = IO.popen([injector, "-p", pid.to_s, "--backend=gdb", "--timeout", timeout.to_s,

@@ -12,7 +12,8 @@ module MwrapAttach
 
     def self.path
       MwrapAttach.our_file(:bin, "mwrap-inject", test: :executable?) or
-        fail!(EXIT[:inject], "cannot find mwrap-inject", "run 'make'")
+        fail!(EXIT[:inject], "cannot find mwrap-inject built for #{OWN_LIBC}",
+              OWN_LIBC == :glibc ? "run 'make'" : "run 'make build-#{OWN_LIBC}'")
     end
 
     # mwrap-inject's exit codes by name (GONE, PERM, LOAD, ...), from

@@ -30,5 +30,19 @@ module MwrapAttach
     def self.paths(pid)
       lines(pid).filter_map { |l| l.split(" ", 6)[5]&.strip }.reject(&:empty?)
     end
+
+    # [path, :glibc or :musl] of the C library PID maps, nil for none.
+    # Its names as inject/process/maps.c and common/libc.h know them:
+    # glibc's libc.so.6 (libc-2.x.so before 2.34); musl's loader, which is
+    # its libc (ld-musl-ARCH.so.1, Alpine's libc.musl-ARCH.so.1 links to
+    # it), or Debian's /usr/lib/ARCH-linux-musl/libc.so.
+    def self.libc(pid)
+      paths(pid).each do |path|
+        base = File.basename(path)
+        return [path, :musl] if base.start_with?("ld-musl-", "libc.musl-") || path.include?("-linux-musl/")
+        return [path, :glibc] if base.start_with?("libc.so", "libc-")
+      end
+      nil
+    end
   end
 end

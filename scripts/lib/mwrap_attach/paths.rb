@@ -12,18 +12,31 @@ module MwrapAttach
   ROOT = (File.dirname(SCRIPT_DIR) if File.basename(SCRIPT_DIR) == "scripts")
   # `make install`'s libmwrap.so, mwrap-inject and liburcu: $(PREFIX)/lib/mwrap-attach.
   LIB_DIR = (File.expand_path("../../lib/mwrap-attach", SCRIPT_DIR) unless ROOT)
-  # Where `make` leaves each product in ROOT (the Makefile's LIBMWRAP and
-  # INJECTOR: build/lib with its liburcu, build/bin), by kind.
-  BUILD_DIRS = { lib: "build/lib", bin: "build/bin", top: "." }.freeze
+  # Where `make` leaves each product in ROOT, by the C library it is
+  # built for and by kind: the Makefile's LIBMWRAP and INJECTOR (build/lib
+  # with its liburcu, build/bin), `make build-musl`'s under build/musl.
+  BUILD_DIRS = {
+    glibc: { lib: "build/lib", bin: "build/bin", top: "." },
+    musl: { lib: "build/musl/lib", bin: "build/musl/bin", top: "." }
+  }.freeze
+  # Where `make install` puts each build, in LIB_DIR.
+  INSTALL_DIRS = { glibc: ".", musl: "musl" }.freeze
+  # The C library this Ruby runs on: the programs we run must be built for it.
+  OWN_LIBC = RUBY_PLATFORM.end_with?("-musl") ? :musl : :glibc
 
   O_PATH = 0o10000000	# Linux, every architecture; Ruby has no constant
 
   # NAME as `make` leaves it in ROOT (KIND: :lib for libraries, :bin for
   # programs, :top for VERSION), or installed: in LIB_DIR (programs and
   # libraries) or beside the scripts (VERSION); nil when there is none.
-  # TEST is the File predicate the file must pass (:file?, :executable?).
-  def self.our_file(kind, name, test: :file?)
-    dirs = ROOT ? [File.join(ROOT, BUILD_DIRS.fetch(kind))] : [LIB_DIR, SCRIPT_DIR]
+  # LIBC: the build for that C library (:glibc, :musl).  TEST is the File
+  # predicate the file must pass (:file?, :executable?).
+  def self.our_file(kind, name, test: :file?, libc: OWN_LIBC)
+    dirs = if ROOT
+             [File.join(ROOT, BUILD_DIRS.fetch(libc).fetch(kind))]
+           else
+             [File.expand_path(INSTALL_DIRS.fetch(libc), LIB_DIR), SCRIPT_DIR]
+           end
     dirs.map { |d| File.join(d, name) }.find { |f| File.public_send(test, f) }
   end
 

@@ -10,10 +10,21 @@ module MwrapAttach
   module Stage
     extend Fails
 
-    def self.our_library
-      MwrapAttach.our_file(:lib, "libmwrap.so") or
-        fail!(EXIT[:library], "cannot find libmwrap.so next to #{SCRIPT_DIR}",
-              "run 'make' in the source tree, or 'make install'")
+    # Our libmwrap.so built for the target's C library; where there is no
+    # such build, another, which mwrap-inject then refuses in one line
+    # that says which build to load (inject/checks/libcmatch.c).
+    def self.our_library(target)
+      libc = begin
+        Maps.libc(target.pid)&.last
+      rescue SystemCallError
+        nil # gone: the injector says so
+      end
+      [libc, OWN_LIBC, :glibc].compact.uniq.each do |c|
+        lib = MwrapAttach.our_file(:lib, "libmwrap.so", libc: c)
+        return lib if lib
+      end
+      fail!(EXIT[:library], "cannot find libmwrap.so next to #{SCRIPT_DIR}",
+            "run 'make' in the source tree, or 'make install'")
     end
 
     # libmwrap.so and its liburcu: the copies `make` and `make install` put
@@ -66,7 +77,7 @@ module MwrapAttach
     # it, in a fresh directory in the target's /tmp, which the caller
     # settles once the injection is over.
     def self.library_for(target, verbose)
-      lib = our_library
+      lib = our_library(target)
       path, deleted = loaded_library(target)
       if path && !deleted
         warn "mwrap-attach: reusing #{path}, already loaded in the target" if verbose
