@@ -71,7 +71,7 @@ TEST_TARGETS = build/targets/hello build/targets/storm build/targets/vecloop \
 .PHONY: all setup build man deps deps-build product test test-c test-py test-safety fuzz demo bench bench-puma clean install \
 	install-product gem deb packages test-packages help \
 	check-hooks check-layers test-fast test-versions test-debian13 test-ruby34 test-ruby-src test-container test-rails test-redmine \
-	test-speedscope sidecar test-sidecar kube-demo test-arm64
+	test-speedscope sidecar test-sidecar kube-demo test-arm64 test-musl
 
 # `make` builds into build/ and installs nothing; `make setup` first
 # installs the Debian packages that are missing (make test, make demo).
@@ -126,6 +126,8 @@ help:
 	@echo "make test-redmine   Debian's Redmine under a Puma cluster with a leaking plugin, attached with no flag"
 	@echo "                    but the window: the plugin's leak line first, a bounded cache below it, pprof"
 	@echo "make test-speedscope  --format=speedscope against speedscope's npm package (its schema, its viewer)"
+	@echo "make test-musl      a musl Ruby 3.4.3 (YJIT) in an Alpine-like root: attached from the host and from"
+	@echo "                    inside by both backends, preloaded under mwrap, --gc, --objects"
 	@echo "make test-packages  the gem and the .deb, installed in fresh minimal Debian 12 and 13 roots, attach to Ruby"
 	@echo
 	@echo "Benchmarks"
@@ -466,6 +468,14 @@ test-redmine: setup
 	@scripts/install-deps redmine
 	tests/redmine/setup.sh
 	MWRAP_TEST_REDMINE=1 $(PYTEST) -q -s tests/redmine
+
+# A musl Ruby 3.4.3 with YJIT, built from its source once (dev/ruby-src,
+# cached in /var/cache/mwrap-attach/ruby-src/3.4.3-musl), in a root laid
+# out as Alpine lays out its files (tests/musl).
+test-musl: setup build-musl
+	@root=$$(dev/ruby-src alpine 3.4.3-musl) && \
+	echo "MWRAP_MUSL_ROOT=$$root $(PYTEST) -q tests/musl" && \
+	MWRAP_TEST_MUSL=1 MWRAP_MUSL_ROOT=$$root $(PYTEST) -q tests/musl
 
 test-speedscope: setup
 	@scripts/install-deps speedscope

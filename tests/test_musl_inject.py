@@ -101,7 +101,7 @@ def test_mwrap_attach_gives_the_cause_and_what_to_do(spawn, tmp, layout):
     lines = p.stderr.splitlines()
     assert lines[0].startswith(f"mwrap-attach: process {t.pid} runs on musl libc ("), lines
     assert "is built for glibc" in lines[0] and "readable by uid" not in p.stderr
-    assert any("the musl build" in l for l in lines[1:]), lines
+    assert any("run 'make build-musl'" in l for l in lines[1:]), lines
     assert tracer_of(t.pid) == 0 and our_files(t.pid) == []
     t.send("leak 1 500")
     t.expect("leaked 1")

@@ -457,6 +457,7 @@ int mwi_maps_local_file(pid_t pid, const char *shown, unsigned long ino,
 			char *path, size_t len)
 {
 	struct stat st;
+	const char *tail;
 
 	snprintf(path, len, "/proc/%d/root%s", (int)pid, shown);
 	if (stat(path, &st) == 0 && st.st_ino == ino)
@@ -464,5 +465,11 @@ int mwi_maps_local_file(pid_t pid, const char *shown, unsigned long ino,
 	snprintf(path, len, "%s", shown);
 	if (stat(path, &st) == 0 && st.st_ino == ino)
 		return 0;
+	/* chrooted in a namespace of its own: each shorter tail */
+	for (tail = strchr(shown + 1, '/'); tail; tail = strchr(tail + 1, '/')) {
+		snprintf(path, len, "/proc/%d/root%s", (int)pid, tail);
+		if (stat(path, &st) == 0 && st.st_ino == ino)
+			return 0;
+	}
 	return -ENOENT;
 }

@@ -65,9 +65,14 @@ int mwi_maps_find(pid_t pid, const char *file, uintptr_t *base,
 /* A file mapped in @pid (@shown as maps names it, inode @ino) as a path
  * we can open, into @path (@len bytes).  maps names files as seen from
  * our root: for a target in another mount namespace the file is under
- * /proc/PID/root, for a chrooted one it is the path itself.  The inode
- * tells which (overlayfs may change the device, so only the inode is
- * compared).  Returns 0 or -ENOENT.  Context: the injector. */
+ * /proc/PID/root, for a chrooted one it is the path itself.  A target
+ * chrooted inside a mount namespace of its own (unshare, then chroot;
+ * no pivot_root) has its files named from that namespace's root, above
+ * its own: there the file is a tail of that name under /proc/PID/root
+ * (/tmp/x of a root at /srv/r, named /srv/r/tmp/x, where a mount over
+ * its /tmp hides it from ours).  The inode tells which (overlayfs may
+ * change the device, so only the inode is compared).  Returns 0 or
+ * -ENOENT.  Context: the injector. */
 int mwi_maps_local_file(pid_t pid, const char *shown, unsigned long ino,
 			char *path, size_t len);
 /* 1 when process @pid has exited: no such pid, or a zombie its parent

@@ -26,7 +26,6 @@
 # them), each a function of that name whose Line record holds path and
 # line: `pprof -traces` shows the stacks, `-top -cum` ranks the callers.
 require "stringio"
-require "zlib"
 require_relative "mwrap_report"
 
 module MwrapPprof
@@ -197,6 +196,9 @@ module MwrapPprof
         b.sample(ids, values, labels)
       end
     end
+    # here, not at the top: a Ruby built without zlib (as ours for musl
+    # is, having no musl zlib) runs every other format
+    require "zlib"
     io = StringIO.new(+"".b)
     gz = Zlib::GzipWriter.new(io)
     gz.write(b.encode(dump.header, held: held))

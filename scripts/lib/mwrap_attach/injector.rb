@@ -73,10 +73,11 @@ module MwrapAttach
         fail!(EXIT[:library], "the target could not load the library: #{reason}",
               "check that #{lib} and liburcu are readable by uid #{target.uid}")
       when "LIBC"
-        # the injector's line names both C libraries and the build to use
+        # the injector's line names both C libraries and the build to
+        # use; Stage loads the target's own where there is one
         fail!(EXIT[:library], reason.sub(/\Amwrap-inject: /, ""),
-              "mwrap-attach cannot yet stage the musl build itself: its attach " \
-              "is for glibc targets (docs/ruby-versions.md, musl)")
+              "this tree or install has no build for that C library: run 'make build-musl' " \
+              "in the source tree, and mwrap-attach loads it into musl targets")
       else
         fail!(EXIT[:inject], "injection failed: #{reason}", "retry with -v for the transcript")
       end

@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 
-require "zlib"
 require_relative "../mwrap_pprof"
 
 module MwrapAttach
@@ -23,6 +22,7 @@ module MwrapAttach
     def self.apply(gz, labels, time_nanos)
       return gz if labels.empty? && time_nanos.nil?
 
+      require "zlib" # as MwrapPprof.profile does
       fields = top_level(Zlib.gunzip(gz))
       strings = fields.count { |f, _| f == 6 }
       added = {}

@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 
-require "io/console"
+begin
+  require "io/console"
+rescue LoadError
+  nil # a Ruby built without it: reports are 100 columns wide
+end
 require_relative "failure"
 require_relative "../mwrap_growth"
 require_relative "../mwrap_report"

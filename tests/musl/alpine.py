@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: MIT
+"""An Alpine-like root (dev/ruby-src alpine 3.4.3-musl: musl's libc is
+/lib/ld-musl-ARCH.so.1, no glibc, a musl Ruby in /usr/local) and the
+processes tests run in it.  The cached root is never written: each test
+has a run directory, whose tmp/ is bound over the root's /tmp and which
+is the root's /mnt (our tree's copy is /mnt/src), in a mount namespace
+of the process's own that ends with it."""
+import os
+import shutil
+import subprocess
+
+from lib.paths import ROOT
+
+ALPINE = os.environ.get("MWRAP_MUSL_ROOT", "")
+# the musl build, which `make build-musl` leaves here
+MUSL_BUILD = os.path.join(ROOT, "build", "musl")
+PATH = "/usr/local/bin:/usr/bin:/bin"
+# where our tree's copy is, inside the root
+SRC = "/mnt/src"
+# the host's, run with PATH (the root's) already set
+CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
+
+# mounts the run directory in the root, then runs "$@" (K=V words, then
+# chroot ROOT ARGV) with an environment of its own
+ENTER = ('r=$1 run=$2; shift 2; '
+         'mount --bind "$run/tmp" "$r/tmp"; mount --bind "$run" "$r/mnt"; '
+         'mount -t proc proc "$r/proc"; mount --rbind /dev "$r/dev"; '
+         'exec env -i PATH=' + PATH + ' HOME=/root LANG=C.UTF-8 "$@"')
+
+
+# make test-musl sets it, with MWRAP_MUSL_ROOT; make test skips these
+WANTED = os.environ.get("MWRAP_TEST_MUSL") == "1"
+
+
+def missing():
+    """What the musl tests lack here, or None."""
+    if not ALPINE:
+        return "no Alpine-like root (MWRAP_MUSL_ROOT): make test-musl makes it"
+    if not os.path.exists(os.path.join(ALPINE, "usr", "local", "bin", "ruby")):
+        return f"{ALPINE} has no Ruby: make test-musl builds it"
+    if not os.path.exists(os.path.join(MUSL_BUILD, "lib", "libmwrap.so")):
+        return "no musl build: make build-musl"
+    return None
+
+
+def make_run(tmp, musl=True):
+    """The run directory under TMP: tmp/ (mode 1777) and src/, a copy of
+    our scripts, VERSION, the test targets and the musl build (without it
+    unless MUSL: the glibc-only tree of today)."""
+    run = tmp / "alpine-run"
+    (run / "tmp").mkdir(parents=True)
+    os.chmod(run / "tmp", 0o1777)
+    src = run / "src"
+    shutil.copytree(os.path.join(ROOT, "scripts"), src / "scripts", symlinks=True)
+    shutil.copytree(os.path.join(ROOT, "tests", "targets"), src / "tests" / "targets",
+                    ignore=shutil.ignore_patterns("*.c", "*.o"))
+    shutil.copy2(os.path.join(ROOT, "VERSION"), src)
+    builds = [("build/lib", "build/lib"), ("build/bin", "build/bin")]
+    if musl:
+        builds += [("build/musl/lib", "build/musl/lib"), ("build/musl/bin", "build/musl/bin")]
+    for frm, to in builds:
+        shutil.copytree(os.path.join(ROOT, frm), src / to, symlinks=True)
+    os.chmod(run, 0o755)
+    return run
+
+
+def in_root(run, argv, env=None):
+    """ARGV run in the root (its path as the root sees it) with RUN
+    mounted: the argv of a process whose pid is ARGV's own (every step
+    execs)."""
+    words = [f"{k}={v}" for k, v in (env or {}).items()]
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-euc", ENTER,
+            "sh", ALPINE, str(run), *words, CHROOT, ALPINE, *argv]
+
+
+def inside(pid, argv, timeout):
+    """ARGV run in process PID's mount namespace and root (as `kubectl
+    exec` runs a command in a container): (exit code, stdout, stderr)."""
+    p = subprocess.run(["nsenter", "-t", str(pid), "-m", "-r", "-w", *argv],
+                       env={"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8"},
+                       capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
