@@ -4,6 +4,7 @@ target to see it by."""
 import os
 import re
 import subprocess
+import threading
 import time
 
 from lib.paths import ATTACH, INJECT, LIB
@@ -102,9 +103,16 @@ def during_window(argv, pid, action, timeout=90):
 def attach_during(pids, args, act, interrupt=False):
     """mwrap-attach -p PIDS ARGS, with ACT(its Popen) called once every
     pid's helper answers (or 30 s), then Ctrl-C when INTERRUPT (ends the
-    window): (exit code, stdout, stderr)."""
+    window; sent once the front end's window has begun, as its first
+    progress line says: an answer it has not read yet is still the
+    attach, which a Ctrl-C undoes): (exit code, stdout, stderr)."""
     proc = subprocess.Popen([ATTACH, "-p", ",".join(map(str, pids))] + args,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said, out = [], []
+    readers = [threading.Thread(target=lambda: said.extend(proc.stderr), daemon=True),
+               threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)]
+    for r in readers:
+        r.start()
     try:
         deadline = time.monotonic() + scaled(30)
         while not all(helper_answered(p) for p in pids) and \
@@ -112,13 +120,18 @@ def attach_during(pids, args, act, interrupt=False):
             time.sleep(0.02)
         act(proc)
         if interrupt:
+            while not any(l.startswith("[mwrap-attach]") for l in said) and \
+                    proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
             proc.send_signal(2)
-        out, err = proc.communicate(timeout=scaled(90))
+        proc.wait(timeout=scaled(90))
+        for r in readers:
+            r.join(timeout=scaled(10))
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=scaled(10))
-    return proc.returncode, out, err
+    return proc.returncode, "".join(out), "".join(said)
 
 
 def inject(pid, fn="mw_attach", arg="", lib=LIB, backend=None, timeout=20,

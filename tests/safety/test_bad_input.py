@@ -3,12 +3,13 @@
 documented exit code, and the target is left untouched."""
 import os
 import subprocess
+import threading
 import time
 
 import pytest
 
-from conftest import (ATTACH, INJECT, LEAK_RB, TARGETS, attach, helper_answered,
-                      proc_stat, ptrace_allowed, run, runtime_dir, start_leak)
+from conftest import (ATTACH, INJECT, LEAK_RB, TARGETS, attach, proc_stat, ptrace_allowed,
+                      run, runtime_dir, scaled, start_leak)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason="ptrace not permitted")
@@ -195,13 +196,25 @@ def test_ctrl_c_ends_the_window_and_still_reports(spawn):
     t, line, _ = start_leak(spawn)
     p = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "60"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while not helper_answered(t.pid) and time.monotonic() < deadline:
+    said, out = [], []
+    readers = [threading.Thread(target=lambda: said.extend(p.stderr), daemon=True),
+               threading.Thread(target=lambda: out.append(p.stdout.read()), daemon=True)]
+    for r in readers:
+        r.start()
+    # the window's first progress line: the helper's answer alone may
+    # come before the front end has read it (a Ctrl-C then is one
+    # during the attach: exit 17)
+    deadline = time.monotonic() + scaled(20)
+    while not any(l.startswith("[mwrap-attach]") for l in said) and p.poll() is None \
+            and time.monotonic() < deadline:
         time.sleep(0.05)
     t.send("leak 50 3000")
     t.expect("leaked")
     p.send_signal(2)        # SIGINT, as Ctrl-C
-    out, err = p.communicate(timeout=30)
+    p.wait(timeout=scaled(30))
+    for r in readers:
+        r.join(timeout=scaled(10))
+    out, err = "".join(out), "".join(said)
     assert p.returncode == 0, err
     assert f"{LEAK_RB}:{line}" in out and "detached" in err
     assert "libmwrap" in open(f"/proc/{t.pid}/maps").read()
