@@ -11,6 +11,7 @@
 #include "core/hooklist.h"
 #include "core/real.h"
 #include "core/sample.h"
+#include "core/tls.h"
 #include "core/track.h"
 
 #include <errno.h>
@@ -64,6 +65,24 @@ static __attribute__((cold)) void *enomem(void)
 	return NULL;
 }
 
+/* The real function's call in a recorded path, where the C library may
+ * call our hooks from inside it: musl's calloc, realloc(NULL, n) and
+ * aligned functions call malloc or aligned_alloc by their interposable
+ * names.  With the guard raised those inner calls pass through instead
+ * of being recorded once more, as libc's own sites.  glibc's call none
+ * of them: its build keeps the plain call, its hot path unchanged. */
+#ifdef __GLIBC__
+#define REAL(call) (call)
+#else
+#define REAL(call) __extension__ ({					\
+	__typeof__(call) r_;						\
+	mw_tls.guard = 1;						\
+	r_ = (call);							\
+	mw_tls.guard = 0;						\
+	r_;								\
+})
+#endif
+
 /* mw_track_alloc raises the guard and keeps errno. */
 static inline void record_alloc(void *p, size_t size, uintptr_t caller)
 {
@@ -97,7 +116,7 @@ EXPORT void *calloc(size_t n, size_t m)
 	if (!mw_tracking() || __builtin_mul_overflow(n, m, &size) ||
 	    !mw_sample_take(size))
 		return mw_real.calloc(n, m);
-	p = mw_real.calloc(n, m);
+	p = REAL(mw_real.calloc(n, m));
 	if (p)
 		record_alloc(p, size, CALLER());
 	return p;
@@ -167,7 +186,7 @@ EXPORT void *realloc(void *p, size_t size)
 
 		if (!mw_sample_take(size))
 			return mw_real.realloc(NULL, size);
-		q = mw_real.realloc(NULL, size);
+		q = REAL(mw_real.realloc(NULL, size));
 
 		if (q)
 			record_alloc(q, size, CALLER());
@@ -194,7 +213,7 @@ EXPORT void *reallocarray(void *p, size_t n, size_t m)
 
 		if (!mw_sample_take(size))
 			return mw_real.reallocarray(NULL, n, m);
-		q = mw_real.reallocarray(NULL, n, m);
+		q = REAL(mw_real.reallocarray(NULL, n, m));
 
 		if (q)
 			record_alloc(q, size, CALLER());
@@ -228,7 +247,7 @@ EXPORT int posix_memalign(void **pp, size_t align, size_t size)
 		return ENOMEM;
 	if (!mw_tracking() || !mw_sample_take(size))
 		return mw_real.posix_memalign(pp, align, size);
-	ret = mw_real.posix_memalign(pp, align, size);
+	ret = REAL(mw_real.posix_memalign(pp, align, size));
 	if (ret == 0)
 		record_alloc(*pp, size, CALLER());
 	return ret;
@@ -245,7 +264,7 @@ EXPORT int posix_memalign(void **pp, size_t align, size_t size)
 		if (!mw_tracking() || !mw_sample_take(size) ||		\
 		    unlikely(!mw_real.name))				\
 			return FORWARD(name, args);			\
-		p = mw_real.name args;					\
+		p = REAL(mw_real.name args);				\
 		if (p)							\
 			record_alloc(p, size, CALLER());		\
 		return p;						\
