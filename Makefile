@@ -507,7 +507,8 @@ install: deps-build
 # The FHS layout: the commands in bin/ (mwrap-attach and mwrap-report are
 # links to share/mwrap-attach/, which holds them with their Ruby
 # libraries and VERSION), libmwrap.so with its liburcu and mwrap-inject
-# in lib/mwrap-attach/, the Mwrap Ruby API where ruby finds it.  Nothing
+# in lib/mwrap-attach/ (the musl build, when made, in its musl/), the
+# Mwrap Ruby API where ruby finds it.  Nothing
 # here installs packages: the gem and the Debian package call it.
 install-product: product
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/mwrap-attach \
@@ -517,6 +518,13 @@ install-product: product
 	install -m 0644 $$(ldd $(LIBMWRAP) | awk '/liburcu/ {print $$3}') \
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/
 	install -m 0755 $(INJECTOR) $(DESTDIR)$(PREFIX)/lib/mwrap-attach/
+	@# the musl build, where `make build-musl` made it: for musl targets
+	if [ -f $(MUSL_LIB) ]; then \
+		install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach/musl && \
+		install -m 0644 $(MUSL_LIB) $(addprefix $(MUSL_BUILD)/lib/,$(MUSL_URCU_SOS)) \
+			$(DESTDIR)$(PREFIX)/lib/mwrap-attach/musl/ && \
+		install -m 0755 $(MUSL_INJECTOR) $(DESTDIR)$(PREFIX)/lib/mwrap-attach/musl/; \
+	fi
 	install -m 0644 VERSION $(DESTDIR)$(PREFIX)/share/mwrap-attach/
 	install -m 0755 scripts/mwrap-attach scripts/mwrap-report \
 		$(DESTDIR)$(PREFIX)/share/mwrap-attach/

@@ -10,9 +10,13 @@ import subprocess
 import pytest
 
 from conftest import (LEAK_RB, ROOT, during_window, parse_dump, ptrace_allowed,
-                      run, site_rows, start_leak)
+                      run, site_rows, start_leak, start_ready)
 
 BUILD_OUTPUTS = (".o", ".d", ".so")
+# the musl build (make build-musl), and where make install puts it
+MUSL_LIB = os.path.join(ROOT, "build", "musl", "lib", "libmwrap.so")
+MUSL_CLEAK = os.path.join(ROOT, "build", "musl", "targets", "cleak")
+MUSL_DIR = "lib/mwrap-attach/musl/"
 
 
 def version():
@@ -77,10 +81,15 @@ def test_make_install_lays_the_files_out_by_the_fhs(installed):
         "bin/mwrap", "bin/mwrap-attach", "bin/mwrap-report"]
     assert os.readlink(prefix / "bin/mwrap-attach") == "../share/mwrap-attach/mwrap-attach"
     assert os.readlink(prefix / "bin/mwrap-report") == "../share/mwrap-attach/mwrap-report"
-    lib = sorted(f for f in files if f.startswith("lib/"))
+    lib = sorted(f for f in files if f.startswith("lib/") and not f.startswith(MUSL_DIR))
     assert lib[:2] == ["lib/mwrap-attach/libmwrap.so", "lib/mwrap-attach/liburcu-bp.so.8"]
     assert lib[2:] == ["lib/mwrap-attach/liburcu-cds.so.8", "lib/mwrap-attach/mwrap-inject"]
     assert os.access(prefix / "lib/mwrap-attach/mwrap-inject", os.X_OK)
+    # the musl build, with the three liburcu files it needs, when made
+    musl = sorted(os.path.relpath(f, MUSL_DIR) for f in files if f.startswith(MUSL_DIR))
+    assert musl == ([] if not os.path.exists(MUSL_LIB) else
+                    ["libmwrap.so", "liburcu-bp.so.8", "liburcu-cds.so.8",
+                     "liburcu-common.so.8", "mwrap-inject"])
     assert sorted(f for f in files if f.startswith("share/man/")) == [
         f"share/man/man1/{p}" for p in
         ("mwrap-attach.1", "mwrap-inject.1", "mwrap-report.1", "mwrap.1")]
@@ -150,3 +159,27 @@ def test_make_names_a_missing_liburcu_and_its_fix():
     assert p.returncode != 0
     assert "liburcu's headers are missing (Debian: liburcu-dev)" in p.stderr
     assert "make setup" in p.stderr
+
+
+@pytest.mark.skipif(not (os.path.exists(MUSL_LIB) and os.path.exists(MUSL_CLEAK)),
+                    reason="no musl build: make build-musl")
+def test_the_installed_commands_load_the_musl_build_into_a_musl_program(installed, spawn, tmp):
+    """The installed mwrap preloads, and the installed mwrap-attach
+    loads, lib/mwrap-attach/musl/libmwrap.so into a musl program."""
+    why = ptrace_allowed()
+    if why:
+        pytest.skip(why)
+    dest, prefix, _ = installed
+    musl_lib = f"{prefix}/{MUSL_DIR}libmwrap.so"
+    dump = tmp / "exit.dump"
+    t, _ = start_ready(spawn, [str(prefix / "bin/mwrap"), MUSL_CLEAK], env={"MWRAP": f"dump_path:{dump}"})
+    assert musl_lib in open(f"/proc/{t.pid}/maps").read()
+    t.send("leak 10 1000")
+    t.expect("leaked 10")
+    assert t.finish()[0] == 0
+    assert any("(leak_here+0x" in loc for loc in parse_dump(dump.read_text()))
+    t, _ = start_ready(spawn, [MUSL_CLEAK])
+    code, _, err = during_window([str(prefix / "bin/mwrap-attach"), "-p", str(t.pid), "-d", "1"],
+                                 t.pid, lambda: None)
+    assert code == 0, err
+    assert musl_lib in open(f"/proc/{t.pid}/maps").read()
