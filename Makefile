@@ -127,7 +127,8 @@ help:
 	@echo "                    but the window: the plugin's leak line first, a bounded cache below it, pprof"
 	@echo "make test-speedscope  --format=speedscope against speedscope's npm package (its schema, its viewer)"
 	@echo "make test-musl      a musl Ruby 3.4.3 (YJIT) in an Alpine-like root: attached from the host and from"
-	@echo "                    inside by both backends, preloaded under mwrap, --gc, --objects"
+	@echo "                    inside by both backends, preloaded under mwrap, --gc, --objects; the sidecar"
+	@echo "                    image beside it as a container"
 	@echo "make test-packages  the gem and the .deb, installed in fresh minimal Debian 12 and 13 roots, attach to Ruby"
 	@echo
 	@echo "Benchmarks"
@@ -472,10 +473,16 @@ test-redmine: setup
 # A musl Ruby 3.4.3 with YJIT, built from its source once (dev/ruby-src,
 # cached in /var/cache/mwrap-attach/ruby-src/3.4.3-musl), in a root laid
 # out as Alpine lays out its files (tests/musl).
+# The sidecar image (made by make sidecar after build-musl: its .deb
+# carries the musl build) attaches to that root imported as an image.
 test-musl: setup build-musl
+	@scripts/install-deps container packages
+	@$(MAKE) --no-print-directory sidecar
 	@root=$$(dev/ruby-src alpine 3.4.3-musl) && \
-	echo "MWRAP_MUSL_ROOT=$$root $(PYTEST) -q tests/musl" && \
-	MWRAP_TEST_MUSL=1 MWRAP_MUSL_ROOT=$$root $(PYTEST) -q tests/musl
+	sidecar=$$(dev/sidecar-image $(DEB_FILE)) && \
+	echo "MWRAP_MUSL_ROOT=$$root MWRAP_TEST_SIDECAR=$$sidecar $(PYTEST) -q tests/musl" && \
+	MWRAP_TEST_MUSL=1 MWRAP_MUSL_ROOT=$$root MWRAP_TEST_SIDECAR=$$sidecar \
+		$(PYTEST) -q tests/musl
 
 test-speedscope: setup
 	@scripts/install-deps speedscope
@@ -567,6 +574,12 @@ deb:
 	tar --exclude=./build --exclude=./.git --exclude='*.o' --exclude='*.so' \
 		-cf - . | \
 		tar -xf - -C $(PKG)/deb/mwrap-attach-$(VERSION)
+	@# the musl build too, where make build-musl made it (debian/rules)
+	if [ -f $(MUSL_LIB) ]; then \
+		mkdir -p $(PKG)/deb/mwrap-attach-$(VERSION)/debian/musl-build && \
+		cp -a $(MUSL_BUILD)/lib $(MUSL_BUILD)/bin \
+			$(PKG)/deb/mwrap-attach-$(VERSION)/debian/musl-build/; \
+	fi
 	cd $(PKG)/deb/mwrap-attach-$(VERSION) && dpkg-buildpackage -us -uc -b
 	mv $(PKG)/deb/mwrap-attach_$(VERSION)_*.deb $(PKG)/
 
@@ -578,7 +591,8 @@ DEB_FILE = $(PKG)/mwrap-attach_$(VERSION)_$(ARCH).deb
 DEB_SOURCES = VERSION Makefile $(shell find preload inject ruby-ext man debian \
 	scripts/mwrap scripts/mwrap-attach scripts/mwrap-report scripts/lib \
 	-type f ! -name '*.o' ! -name '*.d' ! -name '*.so' ! -name '*.so.*' \
-	! -name mwrap-inject 2>/dev/null)
+	! -name mwrap-inject 2>/dev/null) \
+	$(wildcard build/musl/lib/libmwrap.so build/musl/bin/mwrap-inject)
 $(DEB_FILE): $(DEB_SOURCES)
 	@$(MAKE) --no-print-directory deb
 
