@@ -204,3 +204,28 @@ def test_mwrap_attach_loads_the_musl_build(spawn, tmp, layout, backend):
     t.expect("leaked 1")
     rc, rest, err = t.finish()
     assert rc == 0 and rest == [f"bye {500 * 4096 + 500}"], (rc, rest, err)
+
+
+@needs_ptrace
+@pytest.mark.parametrize("injector", ["glibc", "musl"])
+def test_a_failed_dlopen_gives_musls_own_message(spawn, tmp, injector):
+    """A staged copy without liburcu-cds: musl's dlopen fails, and its
+    message (kept in musl's own thread structure, read by a call of
+    dlerror) is mwrap-inject's line, with the LOAD exit code; the target
+    runs on untraced."""
+    staged = stage(tmp)
+    os.unlink(staged / "liburcu-cds.so.8")
+    t, _ = start_ready(spawn, [CLEAK])
+    inject = INJECT if injector == "glibc" else MUSL_INJECT
+    codes = {l.split()[0]: int(l.split()[1]) for l in run([inject, "--exit-codes"]).stdout.splitlines()}
+    p = run([inject, "-p", str(t.pid), str(staged / "libmwrap.so"), "mw_attach", ""], timeout=90)
+    assert p.returncode == codes["LOAD"], (p.returncode, p.stderr)
+    assert p.stderr.splitlines()[-1] == (
+        f"mwrap-inject: dlopen: {staged}/libmwrap.so failed in the target: Error loading "
+        f"shared library liburcu-cds.so.8: No such file or directory (needed by "
+        f"{staged}/libmwrap.so)"), p.stderr
+    assert tracer_of(t.pid) == 0
+    t.send("leak 1 500")
+    t.expect("leaked 1")
+    rc, rest, _ = t.finish()
+    assert rc == 0 and rest == ["bye 500"], rest

@@ -51,6 +51,7 @@ static int list_threads(pid_t pid, pid_t *tids, int max)
 struct target_fns {
 	uintptr_t dlopen, sigaltstack;
 	uintptr_t dlerror_slot;	/* see dlerror.h, or 0 */
+	uintptr_t dlerror;	/* musl's dlerror (see musl_dlerror), or 0 */
 	uintptr_t restore_rt;	/* rt_sigreturn's code in libc, or 0 */
 	int internal;	/* glibc < 2.34: __libc_dlopen_mode */
 };
@@ -78,7 +79,24 @@ static int find_fns(pid_t pid, const struct mwi_maps *m, struct target_fns *f)
 		f->dlopen = m->libc_base + v;
 		f->internal = 1;
 	}
+	if (mwi_maps_libc_is_musl(m->libc_path) &&
+	    mwi_elf_symbol(path, "dlerror", &v) == 0)
+		f->dlerror = m->libc_base + v;
 	return f->dlopen ? 0 : -ENOENT;
+}
+
+/* A failed dlopen's message in a musl target: musl keeps it in its own
+ * thread structure, whose layout is its own, so dlerror() itself reads
+ * it (a short call: it neither blocks nor allocates).  @msg is "" when
+ * there is none. */
+static void musl_dlerror(struct mwi_thread *t, uintptr_t fn, char *msg,
+			 size_t len)
+{
+	uint64_t at = 0;
+
+	if (mwi_call(t, fn, NULL, 0, &at) || !at ||
+	    mwi_read_string(t, at, msg, len))
+		msg[0] = '\0';
 }
 
 /* Our library's own symbols, once it is mapped in the target. */
@@ -201,12 +219,14 @@ static int call_in(struct mwi_thread *t, const struct target_fns *f,
 		handle = t->guarded_result;
 	if ((known && !handle) ||
 	    find_lib_syms(t, rq->lib, rq->fn, known ? handle : 0, &ls)) {
-		/* the message as dlerror() would give it, read from the
-		 * thread's record of the failure rather than by one more
-		 * call (see dlerror.h) */
+		/* the message as dlerror() would give it: glibc's read
+		 * from the thread's record of the failure rather than by
+		 * one more call (see dlerror.h), musl's by that call */
 		msg[0] = '\0';
 		if (f->dlerror_slot)
 			mwi_dlerror_read(t, f->dlerror_slot, msg, sizeof(msg));
+		else if (f->dlerror)
+			musl_dlerror(t, f->dlerror, msg, sizeof(msg));
 		if (msg[0] || ((!guarded || known) && !handle))
 			return mwi_failf(why, EX_LOAD, "dlopen", 0,
 					 "dlopen: %s failed in the target: %s",
