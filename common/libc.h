@@ -34,16 +34,6 @@
  * dlsym finds no definition, so its hook never forwards (core/real.h). */
 void *pvalloc(size_t size);
 
-/* glibc's dlinfo TLS requests, which core/rbpos.c (Ruby 3.1's EC) still
- * makes itself rather than through mw_dl_tls below: musl's dlinfo
- * refuses them at run time ("Unsupported request"), and that lookup
- * then falls back as where the block is not there yet.  To go once
- * rbpos calls mw_dl_tls. */
-#ifndef RTLD_DI_TLS_MODID
-#define RTLD_DI_TLS_MODID 9
-#define RTLD_DI_TLS_DATA 10
-#endif
-
 #if defined(__x86_64__)
 /* The x86-64 signal frame's xstate magics (the kernel's uapi
  * asm/sigcontext.h; glibc's <signal.h> has them, musl's not). */
@@ -139,8 +129,9 @@ int mw_mallinfo(struct mw_mallinfo *mi);
 /* The TLS module id and this thread's block of the library @handle
  * (glibc's dlinfo RTLD_DI_TLS_MODID and RTLD_DI_TLS_DATA).  Returns 0,
  * or -ENOSYS (musl's dlinfo has only RTLD_DI_LINKMAP), or -ENOENT (no
- * TLS, or no block yet in this thread).  For core/rbpos.c's Ruby 3.1 EC
- * lookup, which still calls dlinfo itself.  Context: not a hook. */
+ * TLS, or no block yet in this thread).  For core/rbabi.c's Ruby 3.1 EC
+ * lookup, which on musl then takes the profiling API's path, as on
+ * 3.2 and later.  Context: not a hook. */
 int mw_dl_tls(void *handle, size_t *modid, void **block);
 
 /* Whether @path names musl's C library: its loader is its libc

@@ -2,6 +2,7 @@
 /* rbabi.c - see rbabi.h */
 #define _GNU_SOURCE
 #include "core/rbabi.h"
+#include "common/libc.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -184,9 +185,8 @@ static int find_ec_index(void *any_ruby_symbol)
 	if (!handle)
 		return 0;
 	ec = dlsym(handle, "ruby_current_ec");
-	if (ec && dlinfo(handle, RTLD_DI_TLS_MODID, &modid) == 0 &&
-	    modid && dlinfo(handle, RTLD_DI_TLS_DATA, &block) == 0 &&
-	    block && (char *)ec >= (char *)block) {
+	if (ec && mw_dl_tls(handle, &modid, &block) == 0 &&
+	    (char *)ec >= (char *)block) {
 		mw_rbabi.ec_index.module = modid;
 		mw_rbabi.ec_index.offset =
 			(unsigned long)((char *)ec - (char *)block);

@@ -98,7 +98,7 @@ extern struct mw_rbabi mw_rbabi;
  * Returns 1 if the process runs a Ruby we can use, else 0 (mw_rbabi
  * then half filled in: unused, as mw_ruby_present stays 0).
  * Context: mw_ruby_init only, not a hook (calls dlsym, dlopen(RTLD_NOLOAD),
- * dlinfo, and on aarch64 maybe a TLS resolver). */
+ * dlinfo through mw_dl_tls, and on aarch64 maybe a TLS resolver). */
 int mw_rbabi_find(void);
 
 /* The calling thread's &ruby_current_ec: __tls_get_addr once per
