@@ -198,3 +198,21 @@ def test_a_tree_without_the_musl_build_gives_the_cause(spawn, tmp):
     rc, _, _ = t.finish()
     assert rc == 0
 
+
+
+def test_inside_without_the_musl_build_says_what_to_build(spawn, tmp):
+    """A tree copied from Debian without the musl build, run by musl's
+    Ruby: its mwrap-inject cannot run there, which is said in one line
+    with the fix (exit 9), never a traceback; the target untouched."""
+    run_dir = make_run(tmp, musl=False)
+    t, _ = start(spawn, run_dir)
+    rc, _, err = inside(t.pid, [RUBY, f"{SRC}/scripts/mwrap-attach", "-p", str(t.pid), "-d", "1"],
+                        scaled(60))
+    assert rc == 9, (rc, err)
+    assert err.splitlines() == [
+        f"mwrap-attach: cannot run {SRC}/build/bin/mwrap-inject (ENOENT): it is not built for "
+        "this machine's C library (musl)",
+        "mwrap-attach: run 'make build-musl' in the source tree"], err
+    assert tracer_of(t.pid) == 0 and not is_attached(t.pid)
+    t.send("leak 1 500")
+    t.expect("leaked 1")

@@ -10,16 +10,33 @@ module MwrapAttach
   module Injector
     extend Fails
 
+    # Ours, built for the C library this Ruby runs on, once it has run
+    # here (its exit codes read): one built for the other C library
+    # cannot (exec finds no ELF interpreter), which it fails for.
     def self.path
-      MwrapAttach.our_file(:bin, "mwrap-inject", test: :executable?) or
-        fail!(EXIT[:inject], "cannot find mwrap-inject built for #{OWN_LIBC}",
-              OWN_LIBC == :glibc ? "run 'make'" : "run 'make build-#{OWN_LIBC}'")
+      @path ||= begin
+        found = MwrapAttach.our_file(:bin, "mwrap-inject", test: :executable?)
+        fix = OWN_LIBC == :glibc ? "run 'make'" : "run 'make build-#{OWN_LIBC}' in the source tree"
+        fail!(EXIT[:inject], "cannot find mwrap-inject", fix) unless found
+        begin
+          @exit_codes = read_exit_codes(found)
+        rescue SystemCallError => e
+          fail!(EXIT[:inject], "cannot run #{found} (#{e.class.name.split('::').last}): it is " \
+                               "not built for this machine's C library (#{OWN_LIBC})", fix)
+        end
+        found
+      end
     end
 
     # mwrap-inject's exit codes by name (GONE, PERM, LOAD, ...), from
     # `mwrap-inject --exit-codes`: inject/base/exitcodes.h is their one source.
     def self.exit_codes
-      @exit_codes ||= IO.popen([path, "--exit-codes"], &:read).lines.to_h do |l|
+      path
+      @exit_codes
+    end
+
+    def self.read_exit_codes(injector)
+      IO.popen([injector, "--exit-codes"], &:read).lines.to_h do |l|
         name, number = l.split
         [name, number.to_i]
       end
@@ -82,6 +99,6 @@ module MwrapAttach
         fail!(EXIT[:inject], "injection failed: #{reason}", "retry with -v for the transcript")
       end
     end
-    private_class_method :call
+    private_class_method :call, :read_exit_codes
   end
 end

@@ -15,6 +15,9 @@ module MwrapAttach
   # Where `make` leaves each product in ROOT, by the C library it is
   # built for and by kind: the Makefile's LIBMWRAP and INJECTOR (build/lib
   # with its liburcu, build/bin), `make build-musl`'s under build/musl.
+  # The first are built for the C library of the machine that ran make:
+  # glibc's on Debian, but musl's where make (or the gem's install) ran
+  # on Alpine, so they are where a build for musl is looked for last.
   BUILD_DIRS = {
     glibc: { lib: "build/lib", bin: "build/bin", top: "." },
     musl: { lib: "build/musl/lib", bin: "build/musl/bin", top: "." }
@@ -29,15 +32,20 @@ module MwrapAttach
   # NAME as `make` leaves it in ROOT (KIND: :lib for libraries, :bin for
   # programs, :top for VERSION), or installed: in LIB_DIR (programs and
   # libraries) or beside the scripts (VERSION); nil when there is none.
-  # LIBC: the build for that C library (:glibc, :musl).  TEST is the File
-  # predicate the file must pass (:file?, :executable?).
+  # LIBC: the build for that C library (:glibc, :musl), else the
+  # machine's own (see BUILD_DIRS).  TEST is the File predicate the file
+  # must pass (:file?, :executable?).
   def self.our_file(kind, name, test: :file?, libc: OWN_LIBC)
-    dirs = if ROOT
-             [File.join(ROOT, BUILD_DIRS.fetch(libc).fetch(kind))]
-           else
-             [File.expand_path(INSTALL_DIRS.fetch(libc), LIB_DIR), SCRIPT_DIR]
-           end
-    dirs.map { |d| File.join(d, name) }.find { |f| File.public_send(test, f) }
+    [libc, :glibc].uniq.each do |c|
+      dirs = if ROOT
+               [File.join(ROOT, BUILD_DIRS.fetch(c).fetch(kind))]
+             else
+               [File.expand_path(INSTALL_DIRS.fetch(c), LIB_DIR), SCRIPT_DIR]
+             end
+      found = dirs.map { |d| File.join(d, name) }.find { |f| File.public_send(test, f) }
+      return found if found
+    end
+    nil
   end
 
   # A name no one can guess in advance (16 hex digits from getrandom).

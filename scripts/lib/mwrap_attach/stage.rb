@@ -11,20 +11,18 @@ module MwrapAttach
     extend Fails
 
     # Our libmwrap.so built for the target's C library; where there is no
-    # such build, another, which mwrap-inject then refuses in one line
-    # that says which build to load (inject/checks/libcmatch.c).
+    # such build, the machine's own, which mwrap-inject refuses in one
+    # line saying which build to load if it is for the other C library
+    # (inject/checks/libcmatch.c).
     def self.our_library(target)
       libc = begin
         Maps.libc(target.pid)&.last
       rescue SystemCallError
         nil # gone: the injector says so
       end
-      [libc, OWN_LIBC, :glibc].compact.uniq.each do |c|
-        lib = MwrapAttach.our_file(:lib, "libmwrap.so", libc: c)
-        return lib if lib
-      end
-      fail!(EXIT[:library], "cannot find libmwrap.so next to #{SCRIPT_DIR}",
-            "run 'make' in the source tree, or 'make install'")
+      MwrapAttach.our_file(:lib, "libmwrap.so", libc: libc || OWN_LIBC) or
+        fail!(EXIT[:library], "cannot find libmwrap.so next to #{SCRIPT_DIR}",
+              "run 'make' in the source tree, or 'make install'")
     end
 
     # libmwrap.so and its liburcu: the copies `make` and `make install` put
