@@ -126,11 +126,31 @@ def family(pid):
     return found
 
 
+def started_at(pid):
+    """When process PID started (seconds since the epoch, to the clock
+    tick), or None when it is gone."""
+    try:
+        with open("/proc/stat") as f:
+            boot = next(int(l.split()[1]) for l in f if l.startswith("btime "))
+        return boot + int(proc_stat(pid)[19]) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return None
+
+
 def our_files(pid):
     """What an attach left on the host for pid: its runtime directories
-    and a library copy under /tmp, to remove once it is gone."""
+    and a library copy under /tmp, to remove once it is gone.  Not those
+    of an earlier process that had its pid (pids wrap at 32768 here, and
+    a runtime directory outlives a process that exits while attached)."""
+    since = started_at(pid)
+
+    def since_start(path):
+        try:
+            return since is None or os.stat(path).st_mtime >= since - 1
+        except FileNotFoundError:
+            return False
     found = [f"/tmp/{n}" for n in os.listdir("/tmp")
-             if n.startswith(f"mwrap.{pid}.")]
+             if n.startswith(f"mwrap.{pid}.") and since_start(f"/tmp/{n}")]
     try:
         with open(f"/proc/{pid}/maps") as f:
             for line in f:
