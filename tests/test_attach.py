@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from conftest import (ATTACH, INJECT, LEAK_RB, LIB, LINE_SLACK, ROOT, TARGETS, attach, parse_dump,
-                      parse_json_dump, private_tmp, ptrace_allowed, run,
+from conftest import (ATTACH, INJECT, LEAK_RB, LIB, LINE_SLACK, ROOT, TARGETS, attach, during_window,
+                      parse_dump, parse_json_dump, private_tmp, ptrace_allowed, run,
                       proc_stat, runtime_dir, skip_unless_gdb_works, start_leak, start_ready)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
@@ -297,7 +297,6 @@ def test_stopped_process_refused_and_left_stopped(spawn):
 
 
 def test_not_attached_commands():
-    import subprocess
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
         for flag in ("--stats", "--dump", "--detach"):
@@ -368,24 +367,22 @@ def test_sampled_attach_ranks_the_leak_and_says_estimate(spawn):
 
 
 def test_a_process_named_like_a_zombie_is_attached(spawn):
-    """comm "a) Z x" (prctl PR_SET_NAME: the kernel takes any bytes) is
-    not read as the state Z: /proc/PID/stat's comm ends at its last ')'.
-    It is attached, reported and detached."""
+    """comm "a) Z x" (written to /proc/self/comm, as prctl PR_SET_NAME
+    sets it: the kernel takes any bytes) is not read as the state Z:
+    /proc/PID/stat's comm ends at its last ')'.  It is attached, reported
+    and detached."""
     name = "a) Z x"
-    code = ("require 'fiddle'; "
-            "Fiddle::Function.new(Fiddle.dlopen(nil)['prctl'], "
-            "[Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP], Fiddle::TYPE_INT).call(15, %q{" + name + "}); "
-            f"load {LEAK_RB!r}")
+    code = f"File.write('/proc/self/comm', %q{{{name}}}); load {LEAK_RB!r}"
     t, f = start_ready(spawn, ["ruby", "-e", code])
     with open(f"/proc/{t.pid}/comm") as c:
         assert c.read().strip() == name
     line = int(f["leak_line"])
-    p = subprocess.Popen([ATTACH, "-p", str(t.pid), "-d", "2"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    time.sleep(1)
-    t.send("leak 50 20000")
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
+
+    def leak():
+        t.send("leak 50 20000")
+        t.expect("leaked 50")
+    rc, out, err = during_window([ATTACH, "-p", str(t.pid), "-d", "2"], t.pid, leak)
+    assert rc == 0, err
     assert f"{LEAK_RB}:{line}" in out
     assert "detached" in err
     rc, _, _ = t.finish()

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from conftest import (ROOT, attach, during_window, parse_json_dump, ptrace_allowed, site_value,
-                      start_ready, ATTACH)
+from conftest import (ROOT, attach, during_window, parse_json_dump, ptrace_allowed, ruby_lacks,
+                      site_value, start_ready, ATTACH)
 
 pytestmark = pytest.mark.skipif(ptrace_allowed() is not None,
                                 reason=f"ptrace not permitted: {ptrace_allowed()}")
@@ -17,6 +17,10 @@ SCAN_RB = os.path.join(ROOT, "tests", "targets", "scan_leak.rb")
 
 
 def start(spawn):
+    """tests/targets/scan_leak.rb, which makes its blocks with Fiddle
+    (skips where this ruby has none: 4.x built without bundled gems)."""
+    if ruby_lacks("fiddle"):
+        pytest.skip(ruby_lacks("fiddle"))
     t, fields = start_ready(spawn, ["ruby", SCAN_RB])
     return t, f"{SCAN_RB}:{fields['keep_line']}", f"{SCAN_RB}:{fields['leak_line']}"
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from conftest import (MWRAP, ROOT, RUBY_API_I, RUBY_API_PATH, attach, fiddle_leak, parse_dump,
-                      ptrace_allowed, ruby_lacks, run)
+                      ptrace_allowed, ruby_lacks, ruby_version, run)
 
 RUBY = ["ruby", "-w", "--disable=gems", *RUBY_API_I, "-rmwrap"]
 
@@ -189,20 +189,24 @@ end
 st = Mwrap::HeapPageBody.stat
 raise st.inspect unless st[:lifespan_mean].is_a?(Float) && st[:lifespan_max].is_a?(Integer)
 raise st.inspect unless st[:deathspan_min] <= st[:deathspan_max]
-raise st.inspect unless st[:freed_pages] > 0 && st[:bytes] == n * st[:page_size]
-puts "#{n} #{GC.stat(:heap_allocated_pages)}"
+raise st.inspect unless st[:bytes] == n * st[:page_size]
+raise st.inspect unless st[:freed_pages] > 0 || st[:deathspan_max] == -1
+puts "#{n} #{GC.stat(:heap_allocated_pages)} #{st[:freed_pages]}"
 """
 
 
 def test_heap_page_body_counts_every_page(tmp):
-    """Ruby 3.1 mmaps its heap pages: we count exactly Ruby's own
-    heap_allocated_pages in preload mode."""
+    """Ruby mmaps its heap pages: we count exactly Ruby's own
+    heap_allocated_pages in preload mode.  Ruby 3 unmaps the pages a
+    full GC emptied at once; 4.x (4.1.0-dev) keeps them for later
+    (freed_pages 0 here, then no page's death is timed)."""
     script = tmp / "heap.rb"
     script.write_text(HEAP_CHECK)
     p = run([MWRAP] + RUBY + [str(script)])
     assert p.returncode == 0, p.stderr
-    ours, rubys = p.stdout.split()
+    ours, rubys, freed = p.stdout.split()
     assert int(ours) == int(rubys) > 0
+    assert int(freed) > 0 or ruby_version() >= (4,), p.stdout
 
 
 def ruby_heap_page_size():
