@@ -19,8 +19,8 @@ from lib.probes import (CHROMIUM, gc_line_bytes, gdb_unusable, needs_ptrace,  # 
 from lib.procs import (TEST_SLOW, TIMEOUT, Proc, clean_env, family,  # noqa: F401
                        our_files, proc_stat, remove, run, scaled, tracer_of,
                        untraced_within)
-from lib.reports import (SOURCE_LINE, first_source_line, sections,  # noqa: F401
-                         site_rows, site_value)
+from lib.reports import (SOURCE_LINE, first_site, first_source_line,  # noqa: F401
+                         sections, site_rows, site_value)
 from lib.targets import (LINE_SLACK, fiddle_leak, private_tmp,  # noqa: F401
                          start_leak, start_ready)
 

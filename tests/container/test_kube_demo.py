@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, first_site
 
 SIDECAR = os.environ.get("MWRAP_TEST_SIDECAR", "")
 pytestmark = [
@@ -52,14 +52,6 @@ def leak_line():
     return lines[0]
 
 
-def first_site(report):
-    """The sites table's first row: (live_bytes, live_count, location)."""
-    lines = report.splitlines()
-    i = next(i for i, l in enumerate(lines) if l.split()[:1] == ["live_bytes"])
-    row = lines[i + 1].split()
-    return int(row[0]), int(row[3]), row[-1]
-
-
 def pod_name():
     return f"mwrap-kt-{os.getpid()}-{time.monotonic_ns() % 10**9}"
 
@@ -67,7 +59,9 @@ def pod_name():
 def harness(pod, tmp, check=None):
     """dev/kube-demo in its own session (a Ctrl-C reaches its group),
     its output in tmp/out; TMPDIR is tmp/work, which it must leave as it
-    found it (its lock file aside)."""
+    found it (its lock file aside).  SIGINT's action is the default a
+    terminal gives it: a suite started in the background (`make test &`
+    in a script) has it ignored, which a shell cannot trap again."""
     env = dict(os.environ, MWRAP_KUBE_POD=pod,
                MWRAP_KUBE_WINDOW=str(WINDOW), TMPDIR=f"{tmp}/work")
     if check:
@@ -77,7 +71,8 @@ def harness(pod, tmp, check=None):
     try:
         return subprocess.Popen([HARNESS, SIDECAR], stdout=out,
                                 stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+                                start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     finally:
         out.close()
 
@@ -140,7 +135,7 @@ def test_kube_demo_names_the_leak(tmp):
     with open(f"{tmp}/out") as f:
         out = f.read()
     assert rc == 0, out
-    live, count, where = first_site(out)
+    live, count, where = first_site(out, "live_bytes", "live_count")
     assert where == f"/app/leaky_web.rb:{leak_line()}", out
     # about 500 requests a second, half remembered: over 1 MB in the window
     assert live >= 1 << 20, out

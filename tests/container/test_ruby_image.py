@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, is_attached, parse_json_dump, \
+from conftest import ROOT, first_site, is_attached, parse_json_dump, \
     run
 from runtime import leak_during_window, machine_options, ruby_image
 
@@ -75,14 +75,6 @@ def report(json_text, *args):
             input=json_text)
     assert p.returncode == 0, p.stderr
     return p.stdout
-
-
-def first_row(text):
-    """The text report's first site row: (live_bytes, location)."""
-    lines = text.splitlines()
-    i = next(i for i, l in enumerate(lines) if l.split()[:1] == ["live_bytes"])
-    row = lines[i + 1].split()
-    return int(row[0]), row[-1]
 
 
 def serves(t, n):
@@ -150,7 +142,7 @@ def test_jemalloc_yjit_service_window(service, where):
     assert "YJIT compiler holds" in text, text
     assert text.splitlines()[0].endswith(
         f"allocator {header['allocator']}"), text
-    live, location = first_row(text)
+    live, location = first_site(text, "live_bytes")
     assert location == at, text
     assert live == leak["live_bytes"], text
     assert not is_attached(pid)

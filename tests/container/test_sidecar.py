@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, is_attached, parse_json_dump, \
+from conftest import ROOT, first_site, is_attached, parse_json_dump, \
     run
 from runtime import app_image, leak_during_window, machine_options
 
@@ -95,14 +95,6 @@ def serves(t, n):
     assert t.expect("leaked", timeout=30) == f"leaked {n}"
 
 
-def text_top_row(text):
-    """The text report's first site row: (live_bytes, location)."""
-    lines = text.splitlines()
-    i = next(i for i, l in enumerate(lines) if l.split()[:1] == ["live_bytes"])
-    row = lines[i + 1].split()
-    return int(row[0]), row[-1]
-
-
 def staged_library(pid):
     """The libmwrap.so the service maps, as it names it."""
     with open(f"/proc/{pid}/maps") as f:
@@ -150,7 +142,7 @@ def test_sidecar_window_names_the_leak(pod, fmt, how, request):
         live = top["live_bytes"]
         assert N <= top["allocations"] <= N + 5, top
     else:
-        live, location = text_top_row(out)
+        live, location = first_site(out, "live_bytes")
         assert location == where, out
     # each string's heap buffer is SIZE bytes; 5% for what the array
     # holding them grows by

@@ -31,6 +31,17 @@ def site_value(lines, location, column):
     return int(row.split()[header.index(column)])
 
 
+def first_site(text, *columns):
+    """The first row of a text report's site table: the values of
+    COLUMNS (headers' names, those before growth and location) as ints,
+    then its location."""
+    lines = text.splitlines()
+    rows = site_rows(lines)
+    header = lines[len(lines) - len(rows) - 1].split()
+    row = rows[0].split()
+    return (*(int(row[header.index(c)]) for c in columns), row[-1])
+
+
 def sections(text):
     """'=== title ===' sections of a multi-process report."""
     out, name = {}, None
