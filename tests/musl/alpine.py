@@ -45,8 +45,8 @@ def missing():
 
 def make_run(tmp, musl=True):
     """The run directory under TMP: tmp/ (mode 1777) and src/, a copy of
-    our scripts, VERSION, the test targets and the musl build (without it
-    unless MUSL: the glibc-only tree of today)."""
+    our scripts, VERSION, the test targets, the glibc build and, when
+    MUSL, the musl build."""
     run = tmp / "alpine-run"
     (run / "tmp").mkdir(parents=True)
     os.chmod(run / "tmp", 0o1777)
@@ -55,11 +55,9 @@ def make_run(tmp, musl=True):
     shutil.copytree(os.path.join(ROOT, "tests", "targets"), src / "tests" / "targets",
                     ignore=shutil.ignore_patterns("*.c", "*.o"))
     shutil.copy2(os.path.join(ROOT, "VERSION"), src)
-    builds = [("build/lib", "build/lib"), ("build/bin", "build/bin")]
-    if musl:
-        builds += [("build/musl/lib", "build/musl/lib"), ("build/musl/bin", "build/musl/bin")]
-    for frm, to in builds:
-        shutil.copytree(os.path.join(ROOT, frm), src / to, symlinks=True)
+    builds = ["build/lib", "build/bin"] + (["build/musl/lib", "build/musl/bin"] if musl else [])
+    for b in builds:
+        shutil.copytree(os.path.join(ROOT, b), src / b, symlinks=True)
     os.chmod(run, 0o755)
     return run
 
