@@ -50,6 +50,22 @@ extern __thread struct mw_tls mw_tls MW_TLS_MODEL;
  * change records or skips one call more. */
 extern int mw_enabled;
 
+/* The guard around a hook's own work (mw_track_*, and on musl the real
+ * call that may call a hook back: hook/malloc.c).  Raised only where
+ * mw_tracking() saw it down, so raising is a store of 1, not a load, an
+ * add and a store, and lowering a store of 0.  Code that may run with
+ * it raised (the helper, the C API) counts it up and down instead.
+ * Context: hook, guard not raised. */
+static inline __attribute__((always_inline)) void mw_guard_raise(void)
+{
+	mw_tls.guard = 1;
+}
+
+static inline __attribute__((always_inline)) void mw_guard_lower(void)
+{
+	mw_tls.guard = 0;
+}
+
 /* Should this hook record?  Context: hook; async-signal-safe. */
 static inline int mw_tracking(void)
 {

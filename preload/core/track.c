@@ -254,20 +254,6 @@ sampled_stack(struct mw_site *line, size_t size)
 	return s;
 }
 
-/* The recursion guard around an entry point's work.  Every mw_track_*
- * entry point is called with the guard not raised (their Context; the
- * hooks checked mw_tracking()), so raising it is a store of 1, not a
- * load, an add and a store, and lowering it a store of 0. */
-static inline __attribute__((always_inline)) void guard_raise(void)
-{
-	mw_tls.guard = 1;
-}
-
-static inline __attribute__((always_inline)) void guard_lower(void)
-{
-	mw_tls.guard = 0;
-}
-
 /* mw_track_alloc's work, guard raised: also mw_track_realloc's. */
 static inline __attribute__((always_inline)) void
 track_alloc(void *p, size_t size, uintptr_t caller)
@@ -306,9 +292,9 @@ void mw_track_alloc(void *p, size_t size, uintptr_t caller)
 {
 	int *e = errno_ptr(), saved = *e;
 
-	guard_raise();
+	mw_guard_raise();
 	track_alloc(p, size, caller);
-	guard_lower();
+	mw_guard_lower();
 	*e = saved;
 }
 
@@ -321,9 +307,9 @@ void *mw_track_malloc(size_t size, uintptr_t caller)
 		return p;
 	e = errno_ptr();
 	saved = *e;
-	guard_raise();
+	mw_guard_raise();
 	track_alloc(p, size, caller);
-	guard_lower();
+	mw_guard_lower();
 	*e = saved;
 	return p;
 }
@@ -348,9 +334,9 @@ void mw_track_free_real(void *p)
 {
 	int *e = errno_ptr(), saved = *e;
 
-	guard_raise();
+	mw_guard_raise();
 	track_free(p);
-	guard_lower();
+	mw_guard_lower();
 	*e = saved;
 	mw_real.free(p);
 }
@@ -364,7 +350,7 @@ void *mw_track_realloc(void *p, size_t n, size_t m, int array,
 	uint64_t unknown_bytes = 0;
 	void *q;
 
-	guard_raise();
+	mw_guard_raise();
 	maybe = mw_sample_maybe((uintptr_t)p);
 	had = maybe && mw_live_take((uintptr_t)p, &old);
 	/* a block from before tracking: its size, while it still exists */
@@ -383,7 +369,7 @@ void *mw_track_realloc(void *p, size_t n, size_t m, int array,
 		if (q && mw_sample_take(size))
 			track_alloc(q, size, caller);
 	}
-	guard_lower();
+	mw_guard_lower();
 	errno = saved;
 	return q;
 }

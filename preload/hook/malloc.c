@@ -76,9 +76,9 @@ static __attribute__((cold)) void *enomem(void)
 #else
 #define REAL(call) __extension__ ({					\
 	__typeof__(call) r_;						\
-	mw_tls.guard = 1;						\
+	mw_guard_raise();						\
 	r_ = (call);							\
-	mw_tls.guard = 0;						\
+	mw_guard_lower();						\
 	r_;								\
 })
 #endif

@@ -31,7 +31,7 @@ module MwrapAttach
     # mwrap-inject's exit codes by name (GONE, PERM, LOAD, ...), from
     # `mwrap-inject --exit-codes`: inject/base/exitcodes.h is their one source.
     def self.exit_codes
-      path
+      path # reads them, the first time
       @exit_codes
     end
 
