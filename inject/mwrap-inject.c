@@ -18,6 +18,7 @@
 #include "backends/inject.h"
 #include "checks/seccomp.h"
 #include "process/syscalls.h"
+#include "base/readvictim.h"
 #include "base/vecvictim.h"
 
 #include <errno.h>
@@ -49,7 +50,8 @@ static void usage(FILE *f)
 "it runs under our profile (a debug sidecar).\n"
 "mwrap-inject --list-syscalls: those syscalls.\n"
 "mwrap-inject --exit-codes: NAME NUMBER MEANING of each exit code.\n"
-"mwrap-inject --vector-victim: the gdb probe's victim (vecvictim.h).\n"
+"mwrap-inject --vector-victim, --read-victim: the gdb probe's victims\n"
+"(vecvictim.h, readvictim.h).\n"
 "\n"
 "exit codes:\n");
 #define MWI_EXIT_HELP(name, n, what) fprintf(f, "  %3d  %s\n", n, what);
@@ -104,6 +106,7 @@ int main(int argc, char **argv)
 		{ "list-syscalls", no_argument, NULL, 'L' },
 		{ "exit-codes", no_argument, NULL, 'E' },
 		{ "vector-victim", no_argument, NULL, 'V' },
+		{ "read-victim", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static char libpath[PATH_MAX];
@@ -150,6 +153,8 @@ int main(int argc, char **argv)
 			break;
 		case 'V':
 			return mwi_vector_victim();
+		case 'R':
+			return mwi_read_victim();
 		case 'L':
 			mwi_sc_list(stdout);
 			return EX_OK;

@@ -20,10 +20,13 @@ SRC = "/mnt/src"
 # the host's, run with PATH (the root's) already set
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 
-# mounts the run directory in the root, then runs "$@" (K=V words, then
-# chroot ROOT ARGV) with an environment of its own
+# mounts the run directory in the root (and the host's / read-only at
+# /mnt/host where the run directory has host/: gdb's, see with_gdb), then
+# runs "$@" (K=V words, then chroot ROOT ARGV) with an environment of its
+# own
 ENTER = ('r=$1 run=$2; shift 2; '
          'mount --bind "$run/tmp" "$r/tmp"; mount --bind "$run" "$r/mnt"; '
+         'if [ -d "$run/host" ]; then mount --bind -o ro / "$r/mnt/host"; fi; '
          'mount -t proc proc "$r/proc"; mount --rbind /dev "$r/dev"; '
          'exec env -i PATH=' + PATH + ' HOME=/root LANG=C.UTF-8 "$@"')
 
@@ -60,6 +63,32 @@ def make_run(tmp, musl=True):
         shutil.copytree(os.path.join(ROOT, b), src / b, symlinks=True)
     os.chmod(run, 0o755)
     return run
+
+
+# Debian's gdb, run in the root by the host's loader with the host's
+# libraries (Alpine's own, `apk add gdb`, is out of reach here: Debian
+# has no musl gdb): /mnt/bin/gdb, from the host's / at /mnt/host
+GDB_WRAPPER = """#!/bin/sh
+h=/mnt/host
+export PYTHONHOME=$h/usr GCONV_PATH=$h{gconv}
+exec $h{loader} --library-path {libs} $h{gdb} "$@"
+"""
+# the PATH that finds it first
+GDB_PATH = "/mnt/bin:" + PATH
+
+
+def with_gdb(run):
+    """Gives run directory RUN a gdb for the root (GDB_PATH finds it)."""
+    gdb = os.path.realpath(shutil.which("gdb"))
+    loader = os.path.realpath(f"/lib/{os.uname().machine}-linux-gnu/"
+                              + {"x86_64": "ld-linux-x86-64.so.2",
+                                 "aarch64": "ld-linux-aarch64.so.1"}[os.uname().machine])
+    libs = ":".join(f"/mnt/host{d}/{os.uname().machine}-linux-gnu" for d in ("/lib", "/usr/lib"))
+    gconv = f"/usr/lib/{os.uname().machine}-linux-gnu/gconv"
+    (run / "host").mkdir()
+    (run / "bin").mkdir(exist_ok=True)
+    (run / "bin" / "gdb").write_text(GDB_WRAPPER.format(loader=loader, libs=libs, gdb=gdb, gconv=gconv))
+    os.chmod(run / "bin" / "gdb", 0o755)
 
 
 def in_root(run, argv, env=None):

@@ -14,7 +14,8 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alpine import ALPINE, SRC, WANTED, in_root, inside, make_run, missing  # noqa: E402
+from alpine import (ALPINE, GDB_PATH, PATH, SRC, WANTED, in_root, inside, make_run,  # noqa: E402
+                    missing, with_gdb)
 from conftest import (ATTACH, ROOT, during_window, first_source_line,  # noqa: E402
                       is_attached, parse_json_dump, private_tree, ptrace_allowed, run,
                       scaled, skip_unless_gdb_works, start_ready, tracer_of)
@@ -106,18 +107,27 @@ def test_attached_from_the_host(spawn, tmp, backend):
     check_named_and_detached(t, out, leak)
 
 
-def test_attached_from_inside_the_root(spawn, tmp):
+@pytest.mark.parametrize("backend", ["ptrace", "gdb"])
+def test_attached_from_inside_the_root(spawn, tmp, backend):
     """As `kubectl exec` into the pod would: the front end on musl's
-    Ruby, with the musl mwrap-inject, in the target's root."""
+    Ruby, with the musl mwrap-inject, in the target's root; gdb is
+    Debian's, run there by its own loader (alpine.with_gdb): what runs
+    on musl is ours, gdb's probe and its calls into the target."""
     run_dir = make_run(tmp)
+    path = PATH
+    if backend == "gdb":
+        skip_unless_gdb_works()
+        with_gdb(run_dir)
+        path = GDB_PATH
     t, leak = start(spawn, run_dir)
-    argv = ["env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root",
+    argv = ["env", "-i", f"PATH={path}", "HOME=/root",
             "nsenter", "-t", str(t.pid), "-m", "-r", "-w",
             RUBY, f"{SRC}/scripts/mwrap-attach", "-p", str(t.pid), "-d", "2", "-v",
-            "--format=json", "-o", "/tmp/report.json"]
+            f"--backend={backend}", "--format=json", "-o", "/tmp/report.json"]
     rc, _, err = during_window(argv, t.pid, load(t))
     assert rc == 0, err
     assert "copied the library" not in err, err    # the root's own path
+    assert ("MW_RESULT=0" in err) == (backend == "gdb"), err    # gdb/attach.py's line
     check_named_and_detached(t, run_dir / "tmp" / "report.json", leak)
 
 
@@ -130,6 +140,7 @@ def test_gdb_from_inside_the_root_is_refused_with_its_cause(spawn, tmp):
                                 "--backend=gdb"], scaled(60))
     assert rc == 7, (rc, err)
     assert err.startswith("mwrap-attach: gdb is not installed"), err
+    assert "apk add gdb" in err, err
     assert tracer_of(t.pid) == 0 and not is_attached(t.pid)
     t.send("leak 1 500")
     t.expect("leaked 1")

@@ -59,12 +59,14 @@ module MwrapAttach
     # Debian 12's gdb 13.1 on a CPU with AMX cannot write the extended
     # register state back after an inferior call: a thread it interrupted in
     # a system call then gets errno 512 and the process dies.  So the gdb at
-    # hand first calls into a child of our own blocked in read() (cat on a
-    # pipe), which must then echo a line and exit 0; only then does it touch
-    # the target.  nil when it passed, else what went wrong.
+    # hand first calls into a child of our own blocked in read() on a pipe
+    # (mwrap-inject --read-victim: a cat may map no C library to call
+    # into, as a static busybox), which must then echo a line and exit 0;
+    # only then does it touch the target.  nil when it passed, else what
+    # went wrong.
     def self.blocked_fault(injector, timeout)
-      with_victim(["cat"]) do |pid, w_in, r_out, reap|
-        next "cat did not block in read()" unless blocked_in_read?(pid)
+      with_victim([injector, "--read-victim"]) do |pid, w_in, r_out, reap|
+        next "the read probe did not block in read()" unless blocked_in_read?(pid)
 
         failed = gdb_call(injector, pid, timeout)
         next failed if failed
@@ -126,7 +128,7 @@ module MwrapAttach
 
     def self.blocked_in_read?(pid)
       read = READ_SYSCALL.fetch(RbConfig::CONFIG["host_cpu"], "0")
-      # a fresh cat reaches its read() in milliseconds; much more under
+      # a fresh victim reaches its read() in milliseconds; much more under
       # an emulated CPU (qemu's TCG: 20-40 times slower)
       deadline = Time.now + 10
       until Time.now > deadline

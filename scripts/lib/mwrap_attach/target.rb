@@ -2,6 +2,7 @@
 # frozen_string_literal: true
 
 require_relative "failure"
+require_relative "paths"
 require_relative "control"
 require_relative "maps"
 require_relative "proc_stat"
@@ -110,8 +111,10 @@ module MwrapAttach
     def self.gdb_installed!
       return if system("command -v gdb >/dev/null 2>&1")
 
+      # musl: Alpine's package manager
+      install = OWN_LIBC == :musl ? "apk add gdb" : "apt-get install gdb"
       fail!(EXIT[:no_gdb], "gdb is not installed (needed by --backend=gdb)",
-            "install it (apt-get install gdb) or use --backend=ptrace")
+            "install it (#{install}) or use --backend=ptrace")
     end
 
     # PF_KTHREAD in the flags of /proc/PID/stat (the 9th field).
