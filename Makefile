@@ -528,7 +528,8 @@ install-product: product
 	@# the musl build, where `make build-musl` made it: for musl targets
 	if [ -f $(MUSL_LIB) ]; then \
 		install -d $(DESTDIR)$(PREFIX)/lib/mwrap-attach/musl && \
-		install -m 0644 $(MUSL_LIB) $(addprefix $(MUSL_BUILD)/lib/,$(MUSL_URCU_SOS)) \
+		install -m 0644 $(MUSL_LIB) $(addprefix $(MUSL_BUILD)/lib/,$(MUSL_URCU_SOS) \
+			$(MUSL_URCU_LICENSE)) \
 			$(DESTDIR)$(PREFIX)/lib/mwrap-attach/musl/ && \
 		install -m 0755 $(MUSL_INJECTOR) $(DESTDIR)$(PREFIX)/lib/mwrap-attach/musl/; \
 	fi
@@ -552,8 +553,9 @@ install-product: product
 		$(DESTDIR)$(PREFIX)/lib/mwrap-attach/VERSION
 	@rmdir $(DESTDIR)$(PREFIX)/bin/lib 2>/dev/null || true
 
-# The gem: sources only; its install runs gem/extconf.rb, which builds
-# the product with this Makefile.
+# The gem: the sources, whose install runs gem/extconf.rb, which builds
+# the product with this Makefile; and the musl build where make
+# build-musl made it (mwrap-attach.gemspec).
 PKG = build/pkg
 VERSION := $(shell cat VERSION)
 gem:
@@ -680,6 +682,7 @@ URCU_TARBALL = $(firstword $(wildcard $(abspath $(CURDIR)/../shared/liburcu-src/
 MUSL_URCU = $(MUSL_CACHE)/urcu-$(URCU_VERSION)-$(MW_ARCH)
 MUSL_LIBC = /lib/ld-musl-$(MW_ARCH).so.1
 MUSL_URCU_SOS = liburcu-cds.so.8 liburcu-bp.so.8 liburcu-common.so.8
+MUSL_URCU_LICENSE = liburcu-LICENSE
 URCU_CONFIGURE = CC=$(MUSL_CC) CFLAGS='-O2 -g' ./configure --prefix=$(MUSL_URCU) \
 	--disable-static
 # The kernel's headers (linux/, asm/), which musl-gcc's include path
@@ -711,7 +714,8 @@ build-musl:
 		echo "make: liburcu's build failed: see $(MUSL_URCU).log" >&2; exit 1; }; \
 	rm -rf $(MUSL_URCU).src && echo "$$want" > $(MUSL_URCU)/stamp; }
 	@[ -e $(MUSL_CACHE)/$(URCU_TARBALL_NAME) ] || cp $(URCU_TARBALL) $(MUSL_CACHE)/
-	@$(MAKE) --no-print-directory $(MUSL_LIB) $(MUSL_INJECTOR) $(MUSL_TARGETS)
+	@$(MAKE) --no-print-directory $(MUSL_LIB) $(MUSL_INJECTOR) $(MUSL_TARGETS) \
+		$(MUSL_BUILD)/lib/$(MUSL_URCU_LICENSE)
 	@dev/check-imports $(MUSL_LIB)
 
 $(MUSL_KH):
@@ -742,6 +746,12 @@ $(MUSL_LIB): $(MUSL_LIB_OBJS)
 	@for so in $(MUSL_URCU_SOS); do \
 		cp -L $(MUSL_URCU)/lib/$$so $(@D)/ && \
 		patchelf --set-rpath '$$ORIGIN' $(@D)/$$so || exit 1; done
+
+# liburcu's licence (LGPL-2.1+) goes where its files go (gem, make install;
+# the .deb's debian/copyright)
+$(MUSL_BUILD)/lib/$(MUSL_URCU_LICENSE): $(MUSL_URCU)/share/doc/userspace-rcu/LICENSE
+	@mkdir -p $(@D)
+	cp $< $@
 
 $(MUSL_INJECTOR): $(INJECT_SRCS) $(INJECT_HDRS) inject/backends/gdb/attach.py | $(MUSL_KH)
 	@mkdir -p $(@D)

@@ -3,7 +3,9 @@
 #
 # `gem build mwrap-attach.gemspec` makes mwrap-attach-VERSION.gem: the
 # sources, built at install by gem/extconf.rb with the project's Makefile
-# against the system's liburcu (Debian: liburcu-dev, ruby-dev, gcc, make).
+# against the system's liburcu (Debian: liburcu-dev, ruby-dev, gcc, make),
+# and, where `make build-musl` made it, the musl build as it is (musl
+# targets: Alpine's), which a glibc system cannot build at install.
 # In a Gemfile: gem "mwrap-attach", require: false
 Gem::Specification.new do |s|
   s.name = "mwrap-attach"
@@ -28,7 +30,8 @@ Gem::Specification.new do |s|
         "scripts/{mwrap,mwrap-attach,mwrap-report}",
         "scripts/lib/**/*.rb",
         "man/*.1",
-        "gem/extconf.rb", "gem/bin/*"].sort
+        "gem/extconf.rb", "gem/bin/*",
+        "build/musl/lib/{libmwrap.so,liburcu-*.so.8,liburcu-LICENSE}", "build/musl/bin/mwrap-inject"].sort
   end
   s.bindir = "gem/bin"
   s.executables = %w[mwrap-attach mwrap mwrap-report]

@@ -60,13 +60,31 @@ unless missing.empty?
   exit 1
 end
 
+# The musl build the gem carries (make build-musl before make gem), for
+# musl targets, is for the architecture it was made on: elsewhere it goes
+# (a musl target is then refused in one line, as with no musl build).
+MUSL_BUILD = File.join(TOP, "build", "musl")
+ELF_MACHINES = { 62 => "x86_64", 183 => "aarch64" }.freeze
+musl_inject = File.join(MUSL_BUILD, "bin", "mwrap-inject")
+if File.file?(musl_inject)
+  machine = ELF_MACHINES[File.binread(musl_inject, 2, 18).unpack1("S<")]
+  if machine == RbConfig::CONFIG["host_cpu"]
+    say "carries the musl build (#{machine}) for musl targets"
+  else
+    say "its musl build is for #{machine || 'another CPU'}, not #{RbConfig::CONFIG['host_cpu']}: " \
+        "left out (musl targets need `make build-musl` in the source tree)"
+    require "fileutils"
+    FileUtils.rm_rf(MUSL_BUILD)
+  end
+end
+
 # The Makefile RubyGems runs: clean, all, install.  Warnings are not
 # errors in a user's build (a newer compiler's new warning must not stop
 # an install).  The objects in build/ go once the product is made, and
 # clean removes only them: the product (PRODUCT_DIRS, the Makefile's
 # LIBMWRAP, INJECTOR and RUBY_EXT) stays, since RubyGems 3.5 runs clean
-# after install too.
-PRODUCT_DIRS = %w[lib bin ruby].freeze
+# after install too; musl/ is the musl build the gem carries.
+PRODUCT_DIRS = %w[lib bin ruby musl].freeze
 top = Shellwords.escape(TOP)
 keep = PRODUCT_DIRS.map { |d| "! -name #{d}" }.join(" ")
 ruby = Shellwords.escape(RbConfig.ruby)

@@ -46,6 +46,17 @@ def test_the_gem_carries_every_source_of_the_product():
     assert [f for f in files if not os.path.isfile(os.path.join(ROOT, f))] == []
 
 
+def test_the_gem_carries_the_musl_build_where_it_was_made():
+    """A glibc system cannot build for musl at install: the gem carries
+    the musl build (with liburcu's licence) where make build-musl made
+    it, and nothing of it where not."""
+    musl = sorted(f for f in gem_spec("files") if f.startswith("build/"))
+    assert musl == ([] if not os.path.exists(MUSL_LIB) else
+                    ["build/musl/bin/mwrap-inject", "build/musl/lib/libmwrap.so",
+                     "build/musl/lib/liburcu-LICENSE", "build/musl/lib/liburcu-bp.so.8",
+                     "build/musl/lib/liburcu-cds.so.8", "build/musl/lib/liburcu-common.so.8"])
+
+
 def test_the_gem_and_the_changelog_are_at_version():
     assert gem_spec("version") == [version()]
     with open(os.path.join(ROOT, "debian", "changelog")) as f:
@@ -88,8 +99,8 @@ def test_make_install_lays_the_files_out_by_the_fhs(installed):
     # the musl build, with the three liburcu files it needs, when made
     musl = sorted(os.path.relpath(f, MUSL_DIR) for f in files if f.startswith(MUSL_DIR))
     assert musl == ([] if not os.path.exists(MUSL_LIB) else
-                    ["libmwrap.so", "liburcu-bp.so.8", "liburcu-cds.so.8",
-                     "liburcu-common.so.8", "mwrap-inject"])
+                    ["libmwrap.so", "liburcu-LICENSE", "liburcu-bp.so.8",
+                     "liburcu-cds.so.8", "liburcu-common.so.8", "mwrap-inject"])
     assert sorted(f for f in files if f.startswith("share/man/")) == [
         f"share/man/man1/{p}" for p in
         ("mwrap-attach.1", "mwrap-inject.1", "mwrap-report.1", "mwrap.1")]

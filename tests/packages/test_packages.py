@@ -10,7 +10,9 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, during_window, ptrace_allowed, run, start_ready
+
+MUSL_CLEAK = os.path.join(ROOT, "build", "musl", "targets", "cleak")
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MWRAP_TEST_PACKAGES") != "1",
@@ -95,6 +97,31 @@ $bundle install --local
 RUN="$bundle exec"
 """ + VERSIONS + ATTACH)
     assert "exec mwrap-attach named leak.rb:" in out
+
+
+@pytest.mark.skipif(not os.path.exists(MUSL_CLEAK), reason="no musl build: make build-musl")
+def test_the_installed_gem_attaches_to_a_musl_program(spawn, tmp):
+    """gem install on this (glibc) machine: the gem's musl build, made
+    before make gem, is what its mwrap-attach loads into a musl program
+    (a musl Ruby is tests/musl's; here musl-gcc's C program)."""
+    why = ptrace_allowed()
+    if why:
+        pytest.skip(why)
+    home = tmp / "gems"
+    p = run(["gem", "install", "--local", "--no-document", "--install-dir", str(home),
+             os.path.join(PKG, GEM)], timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    gem_dir = home / "gems" / f"mwrap-attach-{VERSION}"
+    said = (home / "extensions").glob(f"*/*/mwrap-attach-{VERSION}/gem_make.out")
+    assert "carries the musl build" in next(said).read_text()
+    musl_lib = f"{gem_dir}/build/musl/lib/libmwrap.so"
+    t, _ = start_ready(spawn, [MUSL_CLEAK])
+    code, _, err = during_window(["env", f"GEM_HOME={home}", f"GEM_PATH={home}",
+                                  str(home / "bin" / "mwrap-attach"), "-p", str(t.pid), "-d", "1"],
+                                 t.pid, lambda: (t.send("leak 10 1000"), t.expect("leaked 10")))
+    assert code == 0, err
+    assert musl_lib in open(f"/proc/{t.pid}/maps").read()
+    assert t.finish()[0] == 0
 
 
 def test_gem_install_names_the_missing_packages():
