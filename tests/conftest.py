@@ -17,8 +17,8 @@ from lib.probes import (CHROMIUM, gc_line_bytes, gdb_unusable, needs_ptrace,  # 
                         ptrace_allowed, ruby_lacks, ruby_version,
                         skip_unless_gdb_works)
 from lib.procs import (TEST_SLOW, TIMEOUT, Proc, clean_env, family,  # noqa: F401
-                       our_files, proc_stat, remove, run, scaled, tracer_of,
-                       untraced_within)
+                       our_files, proc_stat, remove, run, scaled, stop_all,
+                       tracer_of, untraced_within)
 from lib.reports import (SOURCE_LINE, first_site, first_source_line,  # noqa: F401
                          sections, site_rows, site_value)
 from lib.targets import (LINE_SLACK, fiddle_leak, private_tmp,  # noqa: F401
@@ -41,8 +41,4 @@ def spawn():
         procs.append(proc)
         return proc
     yield start
-    for proc in procs:
-        left = [f for pid in family(proc.pid) for f in our_files(pid)]
-        proc.kill()
-        for path in left:
-            remove(path)
+    stop_all(procs)

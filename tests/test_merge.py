@@ -21,7 +21,7 @@ import pytest
 from conftest import (ATTACH, LEAK_RB, MWRAP, ROOT, Proc, attach,
                       first_source_line, helper_answered, needs_ptrace,
                       parse_json_dump, ptrace_allowed, run, scaled, sections,
-                      site_value)
+                      site_value, stop_all)
 from test_pprof import PROTOC, decode
 
 REPORT = os.path.join(ROOT, "scripts", "mwrap-report")
@@ -350,8 +350,7 @@ def pods_in_windows(tmp_path_factory):
         for pod in (a, b):
             assert pod.finish()[0] == 0
     finally:
-        for pod in procs:
-            pod.kill()
+        stop_all(procs)
     own = {name: parse_json_dump(open(path).read())[1][leak] for name, path in dumps.items()}
     return dumps, leak, garbage, own
 
@@ -484,8 +483,7 @@ def test_keep_dumps_and_a_preloaded_pods_dump_merge_by_live(tmp):
         for pod in (a, b, c):
             assert pod.finish()[0] == 0
     finally:
-        for pod in procs:
-            pod.kill()
+        stop_all(procs)
     paths["pod-c"] = c_dump
     own = {n: parse_json_dump(open(p).read())[1][leak] for n, p in paths.items()}
     for name, n in (("pod-a", 200), ("pod-b", 100), ("pod-c", 50)):

@@ -126,6 +126,17 @@ def family(pid):
     return found
 
 
+def stop_all(procs):
+    """Kills the Procs still running and removes what an attach left on
+    the host for them and their children (a --detach leaves its final
+    dump in the runtime directory, for its user)."""
+    for proc in procs:
+        left = [f for pid in family(proc.pid) for f in our_files(pid)]
+        proc.kill()
+        for path in left:
+            remove(path)
+
+
 def started_at(pid):
     """When process PID started (seconds since the epoch, to the clock
     tick), or None when it is gone."""
