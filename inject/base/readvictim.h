@@ -5,9 +5,9 @@
  * state back after a call into a thread blocked in a system call: the
  * call returns errno 512 and the process dies.  The probe
  * (scripts/lib/mwrap_attach/gdb_check.rb) calls into this victim while
- * it is blocked in read().  It was cat; but a cat may map no C library
- * at all (a static busybox, as Debian's busybox-static), and the probe
- * needs one to call into.  mwrap-inject maps the front end's own.
+ * it is blocked in read().  Not cat: a cat may map no C library at all
+ * (a static busybox, as Debian's busybox-static), and the probe needs
+ * one to call into; mwrap-inject maps the front end's own.
  */
 #ifndef MWI_READVICTIM_H
 #define MWI_READVICTIM_H

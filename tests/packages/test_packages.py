@@ -116,10 +116,11 @@ def test_the_installed_gem_attaches_to_a_musl_program(spawn, tmp):
     assert "carries the musl build" in next(said).read_text()
     musl_lib = f"{gem_dir}/build/musl/lib/libmwrap.so"
     t, _ = start_ready(spawn, [MUSL_CLEAK])
-    code, _, err = during_window(["env", f"GEM_HOME={home}", f"GEM_PATH={home}",
-                                  str(home / "bin" / "mwrap-attach"), "-p", str(t.pid), "-d", "1"],
-                                 t.pid, lambda: (t.send("leak 10 1000"), t.expect("leaked 10")))
+    code, out, err = during_window(["env", f"GEM_HOME={home}", f"GEM_PATH={home}",
+                                    str(home / "bin" / "mwrap-attach"), "-p", str(t.pid), "-d", "1"],
+                                   t.pid, lambda: (t.send("leak 10 1000"), t.expect("leaked 10")))
     assert code == 0, err
+    assert "(leak_here+0x" in out, out
     assert musl_lib in open(f"/proc/{t.pid}/maps").read()
     assert t.finish()[0] == 0
 
