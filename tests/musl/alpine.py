@@ -46,10 +46,11 @@ def missing():
     return None
 
 
-def make_run(tmp, musl=True):
+def make_run(tmp, musl=True, native=False):
     """The run directory under TMP: tmp/ (mode 1777) and src/, a copy of
     our scripts, VERSION, the test targets, the glibc build and, when
-    MUSL, the musl build."""
+    MUSL, the musl build; NATIVE: the musl build alone, where make run on
+    Alpine leaves its build (build/lib, build/bin)."""
     run = tmp / "alpine-run"
     (run / "tmp").mkdir(parents=True)
     os.chmod(run / "tmp", 0o1777)
@@ -61,6 +62,11 @@ def make_run(tmp, musl=True):
     builds = ["build/lib", "build/bin"] + (["build/musl/lib", "build/musl/bin"] if musl else [])
     for b in builds:
         shutil.copytree(os.path.join(ROOT, b), src / b, symlinks=True)
+    if native:
+        for kind in ("lib", "bin"):
+            shutil.rmtree(src / "build" / kind)
+            os.rename(src / "build" / "musl" / kind, src / "build" / kind)
+        os.rmdir(src / "build" / "musl")
     os.chmod(run, 0o755)
     return run
 

@@ -227,3 +227,27 @@ def test_inside_without_the_musl_build_says_what_to_build(spawn, tmp):
     assert tracer_of(t.pid) == 0 and not is_attached(t.pid)
     t.send("leak 1 500")
     t.expect("leaked 1")
+
+
+def test_a_native_alpine_build_is_found(spawn, tmp):
+    """make (or the gem's install) run on Alpine leaves the musl build
+    where a Debian one leaves glibc's (build/lib, build/bin), with no
+    build/musl: mwrap preloads it and mwrap-attach, run inside, loads it."""
+    run_dir = make_run(tmp, native=True)
+    t, leak = start(spawn, run_dir, env={"MWRAP": "dump_path:/tmp/exit.json,dump_format:json"},
+                    argv=(f"{SRC}/scripts/mwrap", RUBY, LEAK_RB))
+    t.send("leak 1000 4096")
+    t.expect("leaked 1000")
+    rc, rest, err = t.finish()
+    assert rc == 0, (rc, rest, err)
+    _, sites, _, _ = report(run_dir / "tmp" / "exit.json")
+    assert max(sites, key=lambda loc: sites[loc]["live_bytes"]) == leak
+    t, leak = start(spawn, run_dir)
+    argv = ["env", "-i", f"PATH={PATH}", "HOME=/root",
+            "nsenter", "-t", str(t.pid), "-m", "-r", "-w",
+            RUBY, f"{SRC}/scripts/mwrap-attach", "-p", str(t.pid), "-d", "2",
+            "--format=json", "-o", "/tmp/report.json"]
+    rc, _, err = during_window(argv, t.pid, load(t))
+    assert rc == 0, err
+    assert f"{SRC}/build/lib/libmwrap.so" in open(f"/proc/{t.pid}/maps").read()
+    check_named_and_detached(t, run_dir / "tmp" / "report.json", leak)
