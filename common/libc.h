@@ -48,7 +48,9 @@ void *pvalloc(size_t size);
 #ifdef _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 /* The message for errno @err, in English, never allocating (glibc's
  * strerror may, to translate it).  Context: any; async-signal-safe. */
@@ -146,6 +148,24 @@ static inline int mw_libc_musl_path(const char *path)
 	return strncmp(base, "ld-musl-", 8) == 0 ||
 	       strncmp(base, "libc.musl-", 10) == 0 ||
 	       strstr(path, "-linux-musl/") != NULL;
+}
+
+/* Whether @info (from dl_iterate_phdr) is the main program.  glibc
+ * names it "" and the vdso linux-vdso.so.1; musl names it as it was run
+ * (argv[0]: "./prog" too) and the vdso "".  The kernel's AT_PHDR is the
+ * main program's headers, and the vdso's follow its ELF header
+ * (AT_SYSINFO_EHDR); a program the loader ran as a command has other
+ * headers, and the name "" says it on glibc.  Context: any. */
+static inline int mw_dl_is_main(const struct dl_phdr_info *info)
+{
+	uintptr_t phdr = (uintptr_t)info->dlpi_phdr;
+	uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
+
+	if (phdr == getauxval(AT_PHDR))
+		return 1;
+	if (vdso && phdr - vdso < 4096)
+		return 0;
+	return !info->dlpi_name || !info->dlpi_name[0];
 }
 
 #endif /* _GNU_SOURCE */

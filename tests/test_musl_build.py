@@ -86,6 +86,21 @@ def test_preload_names_the_leaking_function(spawn, tmp, layout, how):
     assert churn["live_bytes"] == 0
 
 
+def test_a_program_run_by_a_relative_path_is_named_by_its_own(spawn, tmp):
+    """musl names the main program as it was run ("./cleak"), where
+    glibc gives "" (and names the vdso "" instead): the dump names it by
+    its real path all the same, and reads its symbols from there."""
+    dump = tmp / "exit.json"
+    t, _ = start_ready(spawn, [MWRAP, "./cleak"], cwd=os.path.dirname(CLEAK),
+                       env={"MWRAP": f"dump_path:{dump},dump_format:json"})
+    t.send("leak 10 1000")
+    t.expect("leaked 10")
+    assert t.finish()[0] == 0
+    _, sites = parse_json_dump(dump.read_text())
+    leak = [loc for loc in sites if "(leak_here+0x" in loc]
+    assert len(leak) == 1 and leak[0].startswith(f"{CLEAK}(leak_here+0x"), leak
+
+
 def stage(tmp):
     """libmwrap.so and its liburcu copied into a directory of their own,
     as the front end stages them for a target: liburcu must be found

@@ -4,6 +4,7 @@
 #include "report/jitsyms.h"
 #include "base/elfsyms.h"
 #include "core/jit.h"
+#include "common/libc.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -40,7 +41,7 @@ static int find_ruby(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	r->hit = 1;
 	r->bias = info->dlpi_addr;
-	r->is_main = !info->dlpi_name || !info->dlpi_name[0];
+	r->is_main = mw_dl_is_main(info);
 	n = r->is_main ? 0 : strlen(info->dlpi_name);
 	if (n < sizeof(r->path))
 		memcpy(r->path, r->is_main ? "" : info->dlpi_name, n + 1);

@@ -178,7 +178,7 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 	f->o.limit = (hi + ~page_mask()) & page_mask();
 	f->o.offset = off & page_mask();
 	f->o.bias = info->dlpi_addr;
-	f->is_main = !info->dlpi_name || !info->dlpi_name[0];
+	f->is_main = mw_dl_is_main(info);
 	f->o.is_main = f->is_main;
 	f->pathlen = strlen(f->is_main ? exe_path() : info->dlpi_name);
 	memcpy(f->path, f->is_main ? exe_path() : info->dlpi_name,
@@ -224,7 +224,7 @@ static void drop_all_locked(void)
 static int mark_loaded(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	unsigned char *alive = arg;
-	int is_main = !info->dlpi_name || !info->dlpi_name[0];
+	int is_main = mw_dl_is_main(info);
 	unsigned i;
 
 	(void)size;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/elfsyms.h"
+#include "common/libc.h"
 #include "tap.h"
 
 /* sized_short's symbol ends where its call returns to */
@@ -87,8 +88,9 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 	int i;
 
 	(void)size;
-	if (info->dlpi_name && info->dlpi_name[0]) {
-		if (strstr(info->dlpi_name, "libc.so")) {
+	if (!mw_dl_is_main(info)) {
+		if (strstr(info->dlpi_name, "libc.so") ||
+		    strstr(info->dlpi_name, "ld-musl-")) {
 			s->libc_phdr = info->dlpi_phdr;
 			s->libc_phnum = info->dlpi_phnum;
 		}
