@@ -105,6 +105,7 @@ help:
 	@echo "make test       install missing Debian packages, build, run the C unit tests, the import and layer checks and the pytest suite"
 	@echo "make test-fast  the fast lane (under 3 min): C unit tests, the import and layer checks, the tests marked fast"
 	@echo "make test-c     the C unit tests (tests/c), built first"
+	@echo "make test-c-musl   those that read what the C library does, built with musl-gcc (make test runs them where it is installed)"
 	@echo "make test-py    the pytest suite alone (builds and installs nothing first)"
 	@echo "make check-hooks    libmwrap.so imports only what dev/check-imports allows (no stdio, no malloc)"
 	@echo "make check-layers   preload/'s includes only go down its layers, with no cycle (dev/check-layers)"
@@ -386,7 +387,8 @@ check-layers: $(LIBMWRAP)
 	@dev/check-layers
 
 test: setup
-	@$(MAKE) --no-print-directory test-c check-hooks check-layers test-py
+	@$(MAKE) --no-print-directory test-c $(if $(HAVE_MUSL_CC),test-c-musl) \
+		check-hooks check-layers test-py
 
 # The fast lane (docs/development.md): the C unit tests, the layer and
 # import checks, and the tests marked fast (pytest.ini): the report code
@@ -759,6 +761,48 @@ $(MUSL_INJECTOR): $(INJECT_SRCS) $(INJECT_HDRS) inject/backends/gdb/attach.py | 
 		-idirafter $(MUSL_KH) -o $@ $(INJECT_SRCS)
 
 -include $(MUSL_LIB_OBJS:.o=.d)
+
+# The C unit tests of what reads the C library's own doing (ELF files
+# and link maps, /proc maps, the parsers, the live table, the seccomp
+# probes), built with musl-gcc into build/musl/tests, their fixtures
+# beside them as the glibc ones are: make test runs them where musl-gcc
+# is installed.  Not the glibc-only ones: leaves (glibc's string
+# routines), ectls (initial-exec TLS, which musl refuses in dlopen),
+# libcmatch (it checks the glibc build), live (its RLIMIT_AS trick:
+# musl's allocator gives pages back, which leaves the limit room).
+MUSL_C_TESTS = $(addprefix $(MUSL_BUILD)/tests/test_,options control symtab \
+	live_threads elfsym maps scprobe)
+MUSL_TEST_CC = $(MUSL_CC) $(CFLAGS) $(WARN) -Wl,--build-id -idirafter $(MUSL_KH)
+# test_NAME from tests/c/test_NAME.c, sources $(2), flags $(3),
+# prerequisites $(4)
+define musl_c_test
+$(MUSL_BUILD)/tests/test_$(1): tests/c/test_$(1).c $(2) tests/c/tap.h $(4) | $(MUSL_KH)
+	@mkdir -p $$(@D)
+	$(MUSL_TEST_CC) $(3) -o $$@ $$< $(2)
+endef
+$(eval $(call musl_c_test,options,preload/base/options.c,-Ipreload -I.))
+$(eval $(call musl_c_test,control,preload/base/command.c,-Ipreload -I.))
+$(eval $(call musl_c_test,symtab,preload/base/elfsyms.c common/elffile.c,-Ipreload -I.,\
+	$(MUSL_BUILD)/targets/statics $(MUSL_BUILD)/targets/statics-stripped))
+$(eval $(call musl_c_test,live_threads,preload/core/live.c preload/base/spin.c,-Ipreload -I.,\
+	preload/core/live.h tests/c/live_fixture.h))
+$(eval $(call musl_c_test,elfsym,inject/base/elfsym.c common/elffile.c,$(INJECT_CFLAGS),\
+	$(INJECT_HDRS) $(MUSL_BUILD)/tests/libelfsym.so $(MUSL_BUILD)/tests/libelfsym-stripped.so))
+$(eval $(call musl_c_test,maps,$(MAPS_SRCS),$(INJECT_CFLAGS),\
+	inject/process/maps.c $(INJECT_HDRS) $(MUSL_BUILD)/targets/mapchurn))
+$(eval $(call musl_c_test,scprobe,$(SCPROBE_SRCS),$(INJECT_CFLAGS),$(INJECT_HDRS)))
+
+$(MUSL_BUILD)/targets/statics-stripped: $(MUSL_BUILD)/targets/statics
+	strip --strip-all -o $@ $<
+$(MUSL_BUILD)/tests/libelfsym.so: tests/c/elfsym_lib.c
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(CFLAGS) $(WARN) -fPIC -shared -Wl,--build-id -o $@ $<
+$(MUSL_BUILD)/tests/libelfsym-stripped.so: $(MUSL_BUILD)/tests/libelfsym.so
+	strip --strip-all -o $@ $<
+
+.PHONY: test-c-musl
+test-c-musl: $(MUSL_C_TESTS)
+	@for t in $(MUSL_C_TESTS); do echo "== $$t"; $$t || exit 1; done
 
 # (and the products where they were made before build/)
 clean:
