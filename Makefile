@@ -317,14 +317,21 @@ build/got_matrix/%/gotmain: tests/got_matrix/gotmain.c tests/got_matrix/sites.h 
 		$(call gotm_flags,$*) -rdynamic -o $@ $< \
 		-L$(@D) -lgotlib -Wl,-rpath,'$$ORIGIN' -ldl
 
+# The sources a C unit test is built with besides its own (the musl
+# lane's too: test-c-musl)
+TEST_SRCS_options = preload/base/options.c
+TEST_SRCS_control = preload/base/command.c
+TEST_SRCS_symtab = preload/base/elfsyms.c common/elffile.c
+TEST_SRCS_live = preload/core/live.c preload/base/spin.c
+TEST_SRCS_elfsym = inject/base/elfsym.c common/elffile.c
 # each parser's unit test, with the parser's own source
-build/tests/test_options: preload/base/options.c
-build/tests/test_control: preload/base/command.c
+build/tests/test_options: $(TEST_SRCS_options)
+build/tests/test_control: $(TEST_SRCS_control)
 # the dump's function tables, read from its own file and from statics
-build/tests/test_symtab: preload/base/elfsyms.c common/elffile.c \
+build/tests/test_symtab: $(TEST_SRCS_symtab) \
 	build/targets/statics build/targets/statics-stripped
-build/tests/test_live build/tests/test_live_threads: preload/core/live.c \
-	preload/core/live.h preload/base/spin.c preload/base/spin.h \
+build/tests/test_live build/tests/test_live_threads: $(TEST_SRCS_live) \
+	preload/core/live.h preload/base/spin.h \
 	preload/base/cpu.h \
 	$(wildcard preload/base/cpu_*.h) \
 	tests/c/live_fixture.h
@@ -350,9 +357,9 @@ build/tests/libelfsym.so: tests/c/elfsym_lib.c
 build/tests/libelfsym-stripped.so: build/tests/libelfsym.so
 	strip --strip-all -o $@ $<
 
-build/tests/test_elfsym: tests/c/test_elfsym.c inject/base/elfsym.c $(INJECT_HDRS) common/elffile.c \
+build/tests/test_elfsym: tests/c/test_elfsym.c $(TEST_SRCS_elfsym) $(INJECT_HDRS) \
 		tests/c/tap.h build/tests/libelfsym.so build/tests/libelfsym-stripped.so
-	$(CC) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) -o $@ $< inject/base/elfsym.c common/elffile.c -ldl
+	$(CC) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) -o $@ $< $(TEST_SRCS_elfsym) -ldl
 
 # inject/process/maps.c, included whole, against a target whose map never
 # holds still
@@ -780,13 +787,13 @@ $(MUSL_BUILD)/tests/test_$(1): tests/c/test_$(1).c $(2) tests/c/tap.h $(4) | $(M
 	@mkdir -p $$(@D)
 	$(MUSL_TEST_CC) $(3) -o $$@ $$< $(2)
 endef
-$(eval $(call musl_c_test,options,preload/base/options.c,-Ipreload -I.))
-$(eval $(call musl_c_test,control,preload/base/command.c,-Ipreload -I.))
-$(eval $(call musl_c_test,symtab,preload/base/elfsyms.c common/elffile.c,-Ipreload -I.,\
+$(eval $(call musl_c_test,options,$(TEST_SRCS_options),-Ipreload -I.))
+$(eval $(call musl_c_test,control,$(TEST_SRCS_control),-Ipreload -I.))
+$(eval $(call musl_c_test,symtab,$(TEST_SRCS_symtab),-Ipreload -I.,\
 	$(MUSL_BUILD)/targets/statics $(MUSL_BUILD)/targets/statics-stripped))
-$(eval $(call musl_c_test,live_threads,preload/core/live.c preload/base/spin.c,-Ipreload -I.,\
+$(eval $(call musl_c_test,live_threads,$(TEST_SRCS_live),-Ipreload -I.,\
 	preload/core/live.h tests/c/live_fixture.h))
-$(eval $(call musl_c_test,elfsym,inject/base/elfsym.c common/elffile.c,$(INJECT_CFLAGS),\
+$(eval $(call musl_c_test,elfsym,$(TEST_SRCS_elfsym),$(INJECT_CFLAGS),\
 	$(INJECT_HDRS) $(MUSL_BUILD)/tests/libelfsym.so $(MUSL_BUILD)/tests/libelfsym-stripped.so))
 $(eval $(call musl_c_test,maps,$(MAPS_SRCS),$(INJECT_CFLAGS),\
 	inject/process/maps.c $(INJECT_HDRS) $(MUSL_BUILD)/targets/mapchurn))
