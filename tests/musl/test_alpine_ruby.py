@@ -80,6 +80,35 @@ def check_named_and_detached(t, path, leak):
     assert rc == 0 and rest == [f"bye {200 * 4095 + 499}"], (rc, rest, err)
 
 
+def attach_inside(t, path=PATH, args=()):
+    """mwrap-attach -p T -d 2 ARGS on musl's Ruby in T's mount namespace
+    and root, as `kubectl exec` into the pod would, with PATH: its
+    stderr, once it exited 0.  Its JSON report is the root's
+    /tmp/report.json (the run directory's tmp/)."""
+    argv = ["env", "-i", f"PATH={path}", "HOME=/root",
+            "nsenter", "-t", str(t.pid), "-m", "-r", "-w",
+            RUBY, f"{SRC}/scripts/mwrap-attach", "-p", str(t.pid), "-d", "2",
+            *args, "--format=json", "-o", "/tmp/report.json"]
+    rc, _, err = during_window(argv, t.pid, load(t))
+    assert rc == 0, err
+    return err
+
+
+def preloaded(spawn, run_dir, ruby_args=()):
+    """leak.rb under `mwrap` in the root (its sh is busybox's, as
+    Alpine's), 1000 blocks of 4,096 bytes kept, exited: (its exit
+    dump's path, header and sites, its leak line)."""
+    t, leak = start(spawn, run_dir, env={"MWRAP": "dump_path:/tmp/exit.json,dump_format:json"},
+                    argv=(f"{SRC}/scripts/mwrap", RUBY, *ruby_args, LEAK_RB))
+    t.send("leak 1000 4096")
+    t.expect("leaked 1000")
+    rc, rest, err = t.finish()
+    assert rc == 0 and rest == [f"bye {1000 * 4095}"], (rc, rest, err)
+    path = run_dir / "tmp" / "exit.json"
+    header, sites, _, _ = report(path)
+    return path, header, sites, leak
+
+
 def test_the_root_is_laid_out_as_alpine_and_ruby_runs_yjit(tmp):
     loader = os.path.join(ALPINE, LOADER.lstrip("/"))
     assert os.path.isfile(loader) and not os.path.islink(loader)
@@ -120,12 +149,7 @@ def test_attached_from_inside_the_root(spawn, tmp, backend):
         with_gdb(run_dir)
         path = GDB_PATH
     t, leak = start(spawn, run_dir)
-    argv = ["env", "-i", f"PATH={path}", "HOME=/root",
-            "nsenter", "-t", str(t.pid), "-m", "-r", "-w",
-            RUBY, f"{SRC}/scripts/mwrap-attach", "-p", str(t.pid), "-d", "2", "-v",
-            f"--backend={backend}", "--format=json", "-o", "/tmp/report.json"]
-    rc, _, err = during_window(argv, t.pid, load(t))
-    assert rc == 0, err
+    err = attach_inside(t, path, ["-v", f"--backend={backend}"])
     assert "copied the library" not in err, err    # the root's own path
     assert ("MW_RESULT=0" in err) == (backend == "gdb"), err    # gdb/attach.py's line
     check_named_and_detached(t, run_dir / "tmp" / "report.json", leak)
@@ -170,14 +194,7 @@ def test_gc_and_objects(spawn, tmp):
 def test_preloaded_under_mwrap(spawn, tmp):
     """`mwrap ruby` in the root (its sh is busybox's, as Alpine's):
     the exit dump names the leak line first."""
-    run_dir = make_run(tmp)
-    t, leak = start(spawn, run_dir, env={"MWRAP": "dump_path:/tmp/exit.json,dump_format:json"},
-                    argv=(f"{SRC}/scripts/mwrap", RUBY, "--yjit", LEAK_RB))
-    t.send("leak 1000 4096")
-    t.expect("leaked 1000")
-    rc, rest, err = t.finish()
-    assert rc == 0 and rest == [f"bye {1000 * 4095}"], (rc, rest, err)
-    header, sites, _, _ = report(run_dir / "tmp" / "exit.json")
+    path, header, sites, leak = preloaded(spawn, make_run(tmp), ["--yjit"])
     assert header["allocator"] == "musl" and header["at_exit"]
     assert max(sites, key=lambda loc: sites[loc]["live_bytes"]) == leak
     assert sites[leak]["live_bytes"] >= 1000 * 4096
@@ -186,7 +203,7 @@ def test_preloaded_under_mwrap(spawn, tmp):
     inner = [loc for loc in sites if loc.startswith(LOADER) and
              any(f"({fn}+" in loc for fn in ("calloc", "realloc", "aligned_alloc", "memalign"))]
     assert inner == [], inner
-    p = run([MWRAP_REPORT, str(run_dir / "tmp" / "exit.json")])
+    p = run([MWRAP_REPORT, str(path)])
     assert p.returncode == 0 and first_source_line(p.stdout) == leak, p.stdout[:2000]
 
 
@@ -234,20 +251,9 @@ def test_a_native_alpine_build_is_found(spawn, tmp):
     where a Debian one leaves glibc's (build/lib, build/bin), with no
     build/musl: mwrap preloads it and mwrap-attach, run inside, loads it."""
     run_dir = make_run(tmp, native=True)
-    t, leak = start(spawn, run_dir, env={"MWRAP": "dump_path:/tmp/exit.json,dump_format:json"},
-                    argv=(f"{SRC}/scripts/mwrap", RUBY, LEAK_RB))
-    t.send("leak 1000 4096")
-    t.expect("leaked 1000")
-    rc, rest, err = t.finish()
-    assert rc == 0, (rc, rest, err)
-    _, sites, _, _ = report(run_dir / "tmp" / "exit.json")
+    _, _, sites, leak = preloaded(spawn, run_dir)
     assert max(sites, key=lambda loc: sites[loc]["live_bytes"]) == leak
     t, leak = start(spawn, run_dir)
-    argv = ["env", "-i", f"PATH={PATH}", "HOME=/root",
-            "nsenter", "-t", str(t.pid), "-m", "-r", "-w",
-            RUBY, f"{SRC}/scripts/mwrap-attach", "-p", str(t.pid), "-d", "2",
-            "--format=json", "-o", "/tmp/report.json"]
-    rc, _, err = during_window(argv, t.pid, load(t))
-    assert rc == 0, err
+    attach_inside(t)
     assert f"{SRC}/build/lib/libmwrap.so" in open(f"/proc/{t.pid}/maps").read()
     check_named_and_detached(t, run_dir / "tmp" / "report.json", leak)
