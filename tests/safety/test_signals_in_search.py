@@ -8,10 +8,10 @@ as the thread resumes, and a stop inside the handler it runs is no safe
 point: the code the signal interrupted may hold a lock.
 
 blocker inlibc has next to no safe point outside its signal handlers:
-its one thread is always inside libc (memfrob over 64 MiB), making no
+its one thread is always inside libc (memfrob over 512 MiB), making no
 syscall; only the few instructions between two memfrob calls are safe
-(cache misses make that window some 0.5 us in 30 ms: about one search
-of 0.4 s in 300 finds it).  What is injected is inhandler_probe
+(stalls on what the sweep evicted make one stop in 37000 land there:
+about one search of 200 stops in 190 finds it).  What is injected is inhandler_probe
 (tests/targets/inhandler.c): its result says whether the call ran inside
 the target's SIGUSR1 handler."""
 import os
