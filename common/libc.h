@@ -150,20 +150,26 @@ static inline int mw_libc_musl_path(const char *path)
 	       strstr(path, "-linux-musl/") != NULL;
 }
 
-/* Whether @info (from dl_iterate_phdr) is the main program.  glibc
- * names it "" and the vdso linux-vdso.so.1; musl names it as it was run
- * (argv[0]: "./prog" too) and the vdso "".  The kernel's AT_PHDR is the
- * main program's headers, and the vdso's follow its ELF header
- * (AT_SYSINFO_EHDR); a program the loader ran as a command has other
- * headers, and the name "" says it on glibc.  Context: any. */
-static inline int mw_dl_is_main(const struct dl_phdr_info *info)
+/* Whether @info (from dl_iterate_phdr) is the vdso: its headers follow
+ * the ELF header the kernel gives as AT_SYSINFO_EHDR (glibc names it
+ * linux-vdso.so.1, musl "").  Context: any. */
+static inline int mw_dl_is_vdso(const struct dl_phdr_info *info)
 {
-	uintptr_t phdr = (uintptr_t)info->dlpi_phdr;
 	uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
 
-	if (phdr == getauxval(AT_PHDR))
+	return vdso && (uintptr_t)info->dlpi_phdr - vdso < 4096;
+}
+
+/* Whether @info (from dl_iterate_phdr) is the main program.  glibc
+ * names it "" and musl as it was run (argv[0]: "./prog" too).  The
+ * kernel's AT_PHDR is the main program's headers; a program the loader
+ * ran as a command has other headers, and the name "" says it on glibc
+ * (musl's vdso is "" too).  Context: any. */
+static inline int mw_dl_is_main(const struct dl_phdr_info *info)
+{
+	if ((uintptr_t)info->dlpi_phdr == getauxval(AT_PHDR))
 		return 1;
-	if (vdso && phdr - vdso < 4096)
+	if (mw_dl_is_vdso(info))
 		return 0;
 	return !info->dlpi_name || !info->dlpi_name[0];
 }

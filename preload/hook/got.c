@@ -7,6 +7,7 @@
 #include "base/cpu.h"
 #include "base/spin.h"
 #include "core/track.h"
+#include "common/libc.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -95,14 +96,14 @@ static void find_self(void)
 		self_base = (uintptr_t)self.dli_fbase;
 }
 
-static int skip_object(const char *name, uintptr_t base)
+static int skip_object(const struct dl_phdr_info *info)
 {
-	if (base == self_base)
+	const char *name = info->dlpi_name;
+
+	if (info->dlpi_addr == self_base || !name || mw_dl_is_vdso(info))
 		return 1;
-	if (!name)
-		return 1;
-	return strstr(name, "linux-vdso") || strstr(name, "/ld-linux") ||
-	       strstr(name, "ld-linux-x86-64") || strstr(name, "liburcu");
+	return strstr(name, "/ld-linux") || strstr(name, "ld-linux-x86-64") ||
+	       strstr(name, "liburcu");
 }
 
 static void *dyn_ptr(ElfW(Addr) v, uintptr_t base)
@@ -248,10 +249,10 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 	int i;
 
 	(void)size;
-	if (skip_object(info->dlpi_name, info->dlpi_addr))
+	if (skip_object(info))
 		return 0;
 	sc.base = info->dlpi_addr;
-	sc.name = info->dlpi_name[0] ? info->dlpi_name : "the executable";
+	sc.name = mw_dl_is_main(info) ? "the executable" : info->dlpi_name;
 	sc.is_ruby = strstr(info->dlpi_name, "libruby") != NULL;
 	sc.lo = UINTPTR_MAX;
 	for (i = 0; i < info->dlpi_phnum; i++) {

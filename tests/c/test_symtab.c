@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -391,6 +392,38 @@ static void test_notes(void)
 	   "a descriptor longer than the notes: none");
 }
 
+struct kinds {
+	int main, vdso, both;
+	const char *vdso_name;
+};
+
+static int count_kinds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct kinds *k = arg;
+	int m = mw_dl_is_main(info), v = mw_dl_is_vdso(info);
+
+	(void)size;
+	k->main += m;
+	k->vdso += v;
+	k->both += m && v;
+	if (v)
+		k->vdso_name = info->dlpi_name;
+	return 0;
+}
+
+/* one main program and one vdso, whatever the C library names them
+ * (musl: the vdso "", the program argv[0]) */
+static void test_main_and_vdso(void)
+{
+	struct kinds k = { 0 };
+
+	dl_iterate_phdr(count_kinds, &k);
+	ok(k.main == 1, "one main program (%d)", k.main);
+	ok(k.vdso == (getauxval(AT_SYSINFO_EHDR) != 0), "the vdso (%d, %s)",
+	   k.vdso, k.vdso_name ? k.vdso_name : "none");
+	ok(k.both == 0, "the vdso is not the main program");
+}
+
 int main(int argc, char **argv)
 {
 	char self[PATH_MAX];
@@ -411,5 +444,6 @@ int main(int argc, char **argv)
 	test_shuffled(self);	/* dirname wrote into self: the directory */
 	test_broken(self);
 	test_notes();
+	test_main_and_vdso();
 	return tap_done();
 }
