@@ -115,6 +115,25 @@ static inline int mw_dladdr_size(const void *addr, Dl_info *info, size_t *size)
 #endif
 }
 
+/* Whether @fn is a program's PLT entry standing in for a function
+ * defined elsewhere: a non-PIE program that takes the function's address
+ * makes that entry its address for every object, and dladdr names it by
+ * the program's undefined symbol.  0 where the C library does not say
+ * (musl has no dladdr1).  Context: not a signal handler. */
+static inline int mw_dl_is_plt_stand_in(const void *fn)
+{
+#ifdef __GLIBC__
+	const ElfW(Sym) *sym = NULL;
+	Dl_info info;
+
+	return dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+	       sym->st_shndx == SHN_UNDEF && info.dli_saddr == fn;
+#else
+	(void)fn;
+	return 0;
+#endif
+}
+
 /* What the C library's allocator says of its heap, all arenas. */
 struct mw_mallinfo {
 	size_t arena_bytes;	/* obtained from the system */

@@ -230,24 +230,20 @@ def test_preloaded_counts_exe_and_library(tmp, variant):
 @needs_ptrace
 @pytest.mark.parametrize("variant", [
     "pie-relro-lazy-plt-addr",
-    pytest.param("nopie-relro-lazy-plt-addr", marks=pytest.mark.xfail(
-        strict=True, reason="product bug: in a non-PIE executable that "
-        "takes malloc's address, dlsym(RTLD_DEFAULT, \"malloc\") answers the "
-        "executable's PLT entry (malloc's canonical address); mw_attach "
-        "forwards to that, and slot_ours() takes every malloc slot already "
-        "bound to libc's malloc (the executable's own, a library's bound "
-        "before the attach or -z now) for a foreign allocator: exe_malloc "
-        "is not counted, got_foreign=1, untraced_allocator_in=the "
-        "executable")),
+    "nopie-relro-lazy-plt-addr",
 ])
 def test_executable_taking_mallocs_address(spawn, variant):
     """A program that hands malloc to a library as a callback (gotmain.c
     with -DGOTM_TAKE_ADDRESS): the attach must still count both objects'
-    direct calls and keep the process's own allocator."""
+    direct calls and keep the process's own allocator.  Non-PIE, malloc's
+    address is the executable's PLT entry, dlsym's answer too: the hooks
+    forward to the definition it stands for, and no slot bound to that is
+    taken for another allocator's."""
     t = spawn([binary(variant)])
     t.expect("ready")
     before = slots(t)
     said = control(t.pid, "--keep")
+    assert "untraced_allocator_in" not in said, said
     rounds = 2
     ask(t, f"round {rounds} all", f"round {rounds} blocks=")
     _, sites = our_sites(t.pid)

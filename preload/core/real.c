@@ -5,6 +5,7 @@
 #include "common/libc.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -101,6 +102,64 @@ static int in_libc(void *fn)
 MW_HOOKS(CHECK_TYPE)
 #undef CHECK_TYPE
 
+/* Whether @fn lies in one of @info's loadable segments. */
+static int in_segments(const struct dl_phdr_info *info, uintptr_t fn)
+{
+	int i;
+
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && fn - lo < ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+struct definition {
+	const char *name;
+	void *fn;		/* the first definition after the program */
+};
+
+static int find_definition(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct definition *d = arg;
+	void *h, *fn;
+
+	(void)size;
+	if (mw_dl_is_main(info) || mw_dl_is_vdso(info) || !info->dlpi_name ||
+	    !info->dlpi_name[0])
+		return 0;
+	h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	fn = dlsym(h, d->name);	/* its scope's: its dependencies' too */
+	dlclose(h);
+	if (fn && in_segments(info, (uintptr_t)fn) &&
+	    !same_object(fn, (void *)same_object)) {
+		d->fn = fn;
+		return 1;
+	}
+	return 0;
+}
+
+/* The global scope answers a non-PIE program's PLT entry for a function
+ * whose address the program takes (mw_dl_is_plt_stand_in).  The entry
+ * jumps through the program's own slot, which the attach patches, and
+ * every slot bound to the definition would look like another
+ * allocator's (its calls uncounted).  The definition is the first one
+ * after the program in the link map (the global scope's order). */
+static void *past_program_plt(void *fn, const char *name)
+{
+	struct definition d = { name, NULL };
+
+	if (!fn || !mw_dl_is_plt_stand_in(fn))
+		return fn;
+	dl_iterate_phdr(find_definition, &d);
+	return d.fn ? d.fn : fn;
+}
+
 /* dlsym(@handle, @name), or when that finds nothing, the global scope's
  * definition unless it is ours (preloaded, our hook).  musl's RTLD_NEXT, from a dlopen'ed
  * library, searches only the objects loaded after it (its own
@@ -111,6 +170,8 @@ static void *lookup(void *handle, const char *name)
 {
 	void *p = dlsym(handle, name);
 
+	if (handle == RTLD_DEFAULT)
+		p = past_program_plt(p, name);
 	if (!p && handle != RTLD_DEFAULT) {
 		p = dlsym(RTLD_DEFAULT, name);
 		if (same_object(p, (void *)lookup))
