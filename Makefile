@@ -727,6 +727,10 @@ build-musl:
 		$(MUSL_BUILD)/lib/$(MUSL_URCU_LICENSE)
 	@dev/check-imports $(MUSL_LIB)
 
+# make gem and make deb pack build/musl as it is: where it was made,
+# they make it again first (a stale one would ship)
+gem deb: $(if $(wildcard $(MUSL_LIB)),build-musl)
+
 $(MUSL_KH):
 	@mkdir -p $@
 	ln -sfn /usr/include/linux $@/linux

@@ -57,6 +57,22 @@ def test_the_gem_carries_the_musl_build_where_it_was_made():
                      "build/musl/lib/liburcu-cds.so.8", "build/musl/lib/liburcu-common.so.8"])
 
 
+@pytest.mark.skipif(not os.path.exists(MUSL_LIB), reason="no musl build here")
+@pytest.mark.parametrize("target,packs", [("gem", "gem build"),
+                                          ("deb", "dpkg-buildpackage")])
+def test_the_packages_make_the_musl_build_again_first(target, packs):
+    """Where make build-musl made it, make gem and make deb bring it up
+    to date before they pack it (a stale one would ship): make -n shows
+    the order."""
+    p = subprocess.run(["make", "-n", "-C", ROOT, target], text=True,
+                       capture_output=True, timeout=120)
+    lines = p.stdout.splitlines()
+    built = [i for i, l in enumerate(lines)
+             if "build/musl/lib/libmwrap.so" in l and "make" in l]
+    packed = [i for i, l in enumerate(lines) if packs in l]
+    assert built and packed and built[0] < packed[0], p.stdout + p.stderr
+
+
 def test_the_gem_and_the_changelog_are_at_version():
     assert gem_spec("version") == [version()]
     with open(os.path.join(ROOT, "debian", "changelog")) as f:
