@@ -102,21 +102,6 @@ static int in_libc(void *fn)
 MW_HOOKS(CHECK_TYPE)
 #undef CHECK_TYPE
 
-/* Whether @fn lies in one of @info's loadable segments. */
-static int in_segments(const struct dl_phdr_info *info, uintptr_t fn)
-{
-	int i;
-
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && fn - lo < ph->p_memsz)
-			return 1;
-	}
-	return 0;
-}
-
 struct definition {
 	const char *name;
 	void *fn;		/* the first definition after the program */
@@ -128,15 +113,15 @@ static int find_definition(struct dl_phdr_info *info, size_t size, void *arg)
 	void *h, *fn;
 
 	(void)size;
-	if (mw_dl_is_main(info) || mw_dl_is_vdso(info) || !info->dlpi_name ||
-	    !info->dlpi_name[0])
+	if (mw_dl_is_main(info) || mw_dl_is_vdso(info))
 		return 0;
 	h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
 	if (!h)
 		return 0;
 	fn = dlsym(h, d->name);	/* its scope's: its dependencies' too */
 	dlclose(h);
-	if (fn && in_segments(info, (uintptr_t)fn) &&
+	/* its own (its headers are in its first segment), not ours */
+	if (same_object(fn, (void *)info->dlpi_phdr) &&
 	    !same_object(fn, (void *)same_object)) {
 		d->fn = fn;
 		return 1;

@@ -91,7 +91,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	if (!mw_dl_is_main(info)) {
 		if (strstr(info->dlpi_name, "libc.so") ||
-		    strstr(info->dlpi_name, "ld-musl-")) {
+		    mw_libc_musl_path(info->dlpi_name)) {
 			s->libc_phdr = info->dlpi_phdr;
 			s->libc_phnum = info->dlpi_phnum;
 		}
