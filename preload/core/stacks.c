@@ -63,8 +63,10 @@ static struct stack_cache_entry *set_entry(struct stack_cache_entry *set,
 		return &set[1];
 	return &set[stack_cache_victim++ & 1];
 }
-/* The longest stack text kept; frames beyond it are dropped. */
-#define STACK_TEXT_MAX 4096
+/* The longest stack text kept; frames beyond it are dropped.  A gem's
+ * frame in a Rails app is some 130 bytes of text (Debian's
+ * rubygems-integration paths): --stacks' default 32 of them fit. */
+#define STACK_TEXT_MAX 8192
 
 static uint64_t stack_hash(const struct mw_ruby_stack *st)
 {

@@ -22,7 +22,7 @@
  * and looks the text up.  Returns NULL when the innermost frame has no
  * path (the caller then falls back to the line) or the table is full.
  * Context: hook-safe, on a thread holding the GVL, recursion guard
- * raised; never allocates.  Uses about 5 KiB of the caller's stack. */
+ * raised; never allocates.  Uses about 9 KiB of the caller's stack. */
 struct mw_site *mw_site_for_stack(const struct mw_ruby_stack *st,
 				  uint64_t gen);
 
