@@ -25,6 +25,7 @@ PLUGINS = os.path.join(REDMINE, "plugins")
 # where Redmine loads the plugin from, so where the report finds its lines
 INSTALLED = os.path.join(PLUGINS, "mwrap_leak")
 LEAK_RB = "lib/mwrap_leak.rb"      # the plugin's file with both caches
+LOG = os.path.join(STATE, "instance", "log", "production.log")   # this run's
 
 
 def redmine_missing():
@@ -45,6 +46,16 @@ def prepare():
     assert p.returncode == 0, p.stderr
     with open(os.path.join(STATE, "seed.txt")) as f:
         return dict(w.split("=", 1) for w in f.read().split() if "=" in w)
+
+
+def failed_requests(lines=40):
+    """What this run's log says of its failed requests: each error's
+    first LINES lines (Rails logs an exception's message, then its
+    backtrace), "" when it says nothing."""
+    with open(LOG, errors="replace") as f:
+        log = f.read().splitlines()
+    starts = [i for i, l in enumerate(log) if "Completed 5" in l or "Error" in l]
+    return "\n".join("\n".join(log[i:i + lines]) for i in starts[:3])
 
 
 @contextlib.contextmanager
@@ -89,7 +100,7 @@ def redmine_serving(tmp, bounded=0, workers=2, threads=4):
     shutil.copyfile(os.path.join(STATE, "redmine.sqlite3"), db)
     # the instance's cache from an earlier run, and its log: this run's
     shutil.rmtree(os.path.join(STATE, "instance", "tmp", "cache"), ignore_errors=True)
-    open(os.path.join(STATE, "instance", "log", "production.log"), "w").close()
+    open(LOG, "w").close()
     env = environ(REDMINE_INSTANCE=INSTANCE, RACK_ENV="production",
                   RAILS_ENV="production", MWRAP_REDMINE_DB=db,
                   MWRAP_REDMINE_BOUNDED=str(bounded))
