@@ -69,9 +69,9 @@ def ruby_has_rust_jit():
     return ruby_version() >= (3, 2)
 
 
-def lines_of(tmp, ruby_args, expect="done\n", rubyopt=""):
+def lines_of(tmp, ruby_args, expect="done\n", rubyopt="", text=SCRIPT):
     script = tmp / "lines.rb"
-    script.write_text(SCRIPT)
+    script.write_text(text)
     p = run([MWRAP, "ruby"] + ruby_args + [str(script)],
             env={"MWRAP": "dump_fd:2,dump_min:90000", "RUBYOPT": rubyopt},
             timeout=120)
@@ -82,8 +82,8 @@ def lines_of(tmp, ruby_args, expect="done\n", rubyopt=""):
     return script, sites
 
 
-def check_exact(script, sites):
-    want = {5: 100_001, 7: 200_001, 10: 300_001}
+def check_exact(script, sites, want=None):
+    want = want or {5: 100_001, 7: 200_001, 10: 300_001}
     for line, size in want.items():
         total, calls = sites.get(f"{script}:{line}", (0, 0))
         # plus a few small allocations of the line's own (method
@@ -139,6 +139,38 @@ def test_lines_exact_under_jit(tmp, jit):
                              expect=f"done {jit}\n")
     check_exact(script, sites)
     check_jit_site(f"{jit.upper()} compiler", sites)
+
+
+# Compiled methods called from compiled code, their allocations on
+# lines 4, 9 and 13 (N each, of 100,001, 100,002 and 100,003 bytes):
+# ZJIT (4.1) keeps such a frame's pc and iseq in its own record, and the
+# cfp's, stale, named another method's line
+CALLED = f"""\
+STORE = []
+def a(size, depth = 1)
+  return a(size, depth - 1) if depth > 1
+  STORE << ("g" * size)
+end
+
+def b(size, depth)
+  return b(size, depth - 1) if depth > 1
+  STORE << ("h" * size)
+end
+
+def c(size, depth = 1)
+  STORE << ("i" * size)
+end
+{N}.times {{ a(100_000, 1); b(100_001, 1); c(100_002); STORE.clear }}
+puts "done"
+"""
+
+
+@pytest.mark.parametrize("jit", ["yjit", "zjit"])
+def test_lines_exact_in_methods_compiled_and_called_compiled(tmp, jit):
+    if not JITS[jit]:
+        pytest.skip(f"this ruby has no {jit.upper()}" + (" (4.0+)" if jit == "zjit" else ""))
+    script, sites = lines_of(tmp, [f"--{jit}", f"--{jit}-call-threshold=1"], text=CALLED)
+    check_exact(script, sites, {4: 100_001, 9: 100_002, 13: 100_003})
 
 
 # Attached while the JIT compiles: the script of the lines above, run

@@ -226,6 +226,7 @@ static int find_profile_api(void)
 	*(void **)&r->iseq_path = dlsym(RTLD_DEFAULT, "rb_iseq_path");
 	api = dlsym(RTLD_DEFAULT, "ruby_api_version");
 	r->jit_frames_opaque = !api || api[0] >= 4;
+	*(void **)&r->zjit_entry = dlsym(RTLD_DEFAULT, "rb_zjit_entry");
 	mw_ruby_layout_tries =
 		r->profile_frames && r->thread_current && r->iseq_path &&
 		mw_rbpos_ec_from_code((const unsigned char *)r->profile_frames,

@@ -27,10 +27,17 @@ static int vm_gone;
  * too many of them mean our frames are not Ruby's. */
 static unsigned long frames_matched, frames_mismatched;
 
+/* Whether ZJIT runs: its frames' pcs are then not in their cfps. */
+static inline int zjit_running(void)
+{
+	return mw_rbabi.zjit_entry && *mw_rbabi.zjit_entry;
+}
+
 /* The innermost frame with a pc from @cfp (the EC's current frame) to
  * @end, at most PROFILE_DEPTH frames, as rb_profile_frames walks them:
  * it gives the innermost frame no line (so names its caller) when the
- * JIT runs it, and so do we.  Returns the frame or NULL. */
+ * JIT runs it, and so do we.  Returns the frame, or NULL where Ruby
+ * must be asked: that frame, or any frame of ZJIT's code. */
 static const uintptr_t *ruby_frame(uintptr_t cfp, uintptr_t end)
 {
 	int n;
@@ -41,7 +48,8 @@ static const uintptr_t *ruby_frame(uintptr_t cfp, uintptr_t end)
 
 		if (!f[CFP_PC])
 			continue;	/* a C method's (or block's) frame */
-		return n == 0 && f[CFP_JIT_RETURN] ? NULL : f;
+		return f[CFP_JIT_RETURN] && (n == 0 || zjit_running())
+		       ? NULL : f;
 	}
 	return NULL;
 }
