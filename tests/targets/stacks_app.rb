@@ -11,13 +11,13 @@ $stdout.sync = true
 require_relative "gemlike/helper"
 
 UPLOAD_LINE = __LINE__ + 2
-def handle_upload(n, size, depth = 1)
-  n.times { GemLike.remember(size, depth) }
+def handle_upload(n, size, depth)
+  n.times { depth > 1 ? GemLike.remember_deep(size, depth) : GemLike.remember(size) }
 end
 
 PING_LINE = __LINE__ + 2
-def handle_ping(n, size, depth = 1)
-  n.times { GemLike.remember(size, depth) }
+def handle_ping(n, size, depth)
+  n.times { depth > 1 ? GemLike.remember_deep(size, depth) : GemLike.remember(size) }
 end
 
 puts "ready #{Process.pid} upload_line=#{UPLOAD_LINE} ping_line=#{PING_LINE} " \
