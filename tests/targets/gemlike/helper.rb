@@ -10,10 +10,10 @@ module GemLike
     STORE << ("g" * (size - 1))
   end
 
-  # remember, DEPTH Ruby frames below its caller (with this method's
-  # DEPTH - 1), as a framework's own call chain puts an allocation
-  # (ActiveRecord's query path: some 27 frames).
+  # remember, DEPTH Ruby frames below its caller (DEPTH - 1 of this
+  # method's, then remember's), as a framework's own call chain puts an
+  # allocation (ActiveRecord's query path: some 27 frames).
   def self.remember_deep(size, depth)
-    depth > 1 ? remember_deep(size, depth - 1) : remember(size)
+    depth > 2 ? remember_deep(size, depth - 1) : remember(size)
   end
 end
