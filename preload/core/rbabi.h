@@ -84,10 +84,8 @@ struct mw_rbabi {
 	 * elsewhere (its cfp's jit_return says so), so mw_ruby_walk gives
 	 * up there. */
 	int jit_frames_opaque;
-	/* Ruby 4+: ZJIT's entry, non-NULL while ZJIT runs; then every frame
-	 * of its code (a cfp with a jit_return) keeps its pc and iseq in
-	 * ZJIT's own record, not in the cfp (Ruby reads them by CFP_PC).
-	 * NULL where Ruby has no ZJIT. */
+	/* ZJIT's entry, non-NULL while ZJIT runs (its frames as above: a
+	 * jit_return, pc and iseq in its own record); NULL without ZJIT. */
 	void *const *zjit_entry;
 	/* ruby_current_ec's TLS index: module 0 when not known */
 	struct tls_index ec_index;
